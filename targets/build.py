@@ -1,0 +1,194 @@
+"""Compile and link C sources into one ELF for a board, and report section sizes.
+
+Owns: the gcc command lines (board flags from boards.yaml + project warnings/gc flags), adding
+the board support code (targets/support/<support>/) and, for Cortex-M, the generated linker
+script; turning gcc/ld failures into one-line BuildErrors; the pre-build memory fit check.
+Takes file paths only and knows nothing of the IR (architecture §3.2).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from targets.errors import BuildError
+from targets.linker import SUPPORT_DIR, sections_template, write_linker_script
+from targets.mapfile import SectionSizes, parse_map_sizes
+from targets.target import MEMORY_ROLES, Target
+
+# Project-wide rules on top of the board flags: warnings are errors; per-function/data sections
+# so --gc-sections drops unused code and the map attributes sizes per function.
+COMMON_CFLAGS = ("-Wall", "-Wextra", "-Werror", "-ffunction-sections", "-fdata-sections")
+COMMON_LDFLAGS = ("-Wl,--gc-sections",)
+SUPPORT_INCLUDE = SUPPORT_DIR / "include"
+
+__all__ = ["BuildResult", "Footprint", "SectionSizes", "build_firmware", "check_fits", "support_sources"]
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    """A linked image. Sizes are bytes after --gc-sections, from the linker map."""
+
+    elf: Path
+    map: Path
+    lib: SectionSizes  # objects compiled from `lib_sources` (the model library)
+    harness: SectionSizes  # everything else: harness sources, board support, libc, libgcc
+
+    @property
+    def total(self) -> SectionSizes:
+        """lib + harness (bytes)."""
+        return self.lib + self.harness
+
+
+@dataclass(frozen=True)
+class Footprint:
+    """Planned byte sizes to check against the board before compiling (see `check_fits`)."""
+
+    code: int = 0  # .text + .rodata (+ .data load image) of the whole image
+    weights: int = 0  # the weights section
+    arena: int = 0  # the tensor arena
+    ram: int = 0  # .data + .bss; the board's stack_size and heap_size are added by check_fits
+
+
+def check_fits(target: Target, sizes: Footprint) -> None:
+    """Raise BuildError (one line, naming every size in bytes) if `sizes` overflow a board region.
+
+    Roles that share a region (e.g. code and weights in CODE on mps2) are summed.
+    """
+    mem = target.memory
+    demand = {"code": sizes.code, "weights": sizes.weights, "arena": sizes.arena,
+              "ram": sizes.ram + mem.stack_size + mem.heap_size}  # fmt: skip
+    per_region: dict[str, list[str]] = {}
+    used: dict[str, int] = {}
+    for role in MEMORY_ROLES:
+        region = getattr(mem, role)
+        used[region] = used.get(region, 0) + demand[role]
+        per_region.setdefault(region, []).append(role)
+    over = [
+        f"region {name} needs {used[name]} bytes ({' + '.join(per_region[name])}) but has {mem.region(name).size}"
+        for name in used
+        if used[name] > mem.region(name).size
+    ]
+    if over:
+        listed = ", ".join(f"{role} {demand[role]}" for role in MEMORY_ROLES)
+        raise BuildError(f"model does not fit board '{target.name}': {'; '.join(over)} (sizes in bytes: {listed})")
+
+
+def support_sources(target: Target) -> list[Path]:
+    """Board support C files linked into every image for `target` (startup, fault hook)."""
+    if target.support is None:
+        return []
+    folder = SUPPORT_DIR / target.support
+    if not folder.is_dir():
+        raise BuildError(f"boards.yaml: board '{target.name}': support folder {folder} does not exist")
+    return sorted(folder.glob("*.c"))
+
+
+def _first_errors(output: str, limit: int = 2) -> str:
+    """The first `limit` gcc/ld error lines (or the first lines at all), joined on one line."""
+    lines = [ln.strip() for ln in output.splitlines() if ln.strip()]
+    errors = [ln for ln in lines if re.search(r"\b(error|fatal error|undefined reference)\b", ln)]
+    return " | ".join((errors or lines)[:limit]) or "(no output)"
+
+
+def _run_tool(cmd: list[str], what: str) -> subprocess.CompletedProcess[str]:
+    # LC_ALL=C: plain ASCII quotes and English messages, so errors parse and read the same everywhere.
+    env = {**os.environ, "LC_ALL": "C"}
+    try:
+        return subprocess.run(cmd, capture_output=True, text=True, check=False, env=env)
+    except FileNotFoundError:
+        raise BuildError(f"{what}: '{cmd[0]}' not found on PATH") from None
+
+
+def _board_cflags(target: Target, opt_flags: Sequence[str] | None) -> list[str]:
+    flags = list(target.cflags)
+    if opt_flags is not None:
+        # Caller's optimisation level replaces the board's (-O2 etc.); arch flags stay.
+        flags = [f for f in flags if not f.startswith("-O")] + list(opt_flags)
+    return flags
+
+
+def _compile(cmd_prefix: list[str], src: Path, obj: Path) -> None:
+    proc = _run_tool([*cmd_prefix, "-c", str(src), "-o", str(obj)], f"compiling {src.name}")
+    if proc.returncode != 0:
+        raise BuildError(f"compiling {src.name} failed: {_first_errors(proc.stderr)}")
+
+
+_OVERFLOW_RE = re.compile(r"region [`'](?P<region>[^`']+)' overflowed by (?P<n>\d+) bytes?")
+_NOFIT_RE = re.compile(r"section [`'](?P<section>[^`']+)' will not fit in region [`'](?P<region>[^`']+)'")
+
+
+def _link_error(target: Target, stderr: str) -> BuildError:
+    """One-line BuildError for a failed link; region overflows name the region, role and bytes."""
+    overflow = _OVERFLOW_RE.search(stderr)
+    if overflow:
+        region = overflow["region"]
+        roles = [r for r in MEMORY_ROLES if getattr(target.memory, r) == region]
+        nofit = [m["section"] for m in _NOFIT_RE.finditer(stderr) if m["region"] == region]
+        sections = f" (section {', '.join(dict.fromkeys(nofit))} will not fit)" if nofit else ""
+        return BuildError(
+            f"link failed for board '{target.name}': region '{region}' ({'/'.join(roles) or 'unassigned'}) "
+            f"overflowed by {overflow['n']} byte{'s' if overflow['n'] != '1' else ''}{sections}"
+        )
+    return BuildError(f"link failed for board '{target.name}': {_first_errors(stderr)}")
+
+
+def build_firmware(
+    target: Target,
+    sources: Sequence[Path],
+    include_dirs: Sequence[Path],
+    out_dir: Path,
+    *,
+    defines: Sequence[str] = (),
+    lib_sources: Sequence[Path] = (),
+    weights_section: str = ".weights",
+    opt_flags: Sequence[str] | None = None,
+) -> BuildResult:
+    """Compile `sources` (harness) and `lib_sources` (model library) and link `<out_dir>/firmware.elf`.
+
+    Each source becomes its own object under `<out_dir>/obj/` so the map attributes sizes per file.
+    Board support code and its include folder are added; Cortex-M boards also get the generated
+    linker script with weights in `weights_section`. `defines` are "NAME" or "NAME=VALUE";
+    `opt_flags` (e.g. ["-Os"]) replace the board's -O flags. Returns the ELF, the map and section
+    sizes in bytes. Raises BuildError (one line) on a missing tool, compile error or link error
+    (a region overflow names the region and by how many bytes).
+    """
+    out_dir = Path(out_dir).resolve()
+    obj_dir = out_dir / "obj"
+    obj_dir.mkdir(parents=True, exist_ok=True)
+    prefix = [
+        target.compiler,
+        *_board_cflags(target, opt_flags),
+        *COMMON_CFLAGS,
+        *(f"-D{d}" for d in defines),
+        *(f"-I{Path(d).resolve()}" for d in (*include_dirs, SUPPORT_INCLUDE)),
+    ]
+    if shutil.which(target.compiler) is None:
+        raise BuildError(f"board '{target.name}': compiler '{target.compiler}' not found on PATH")
+
+    all_sources = [*(Path(s).resolve() for s in sources), *support_sources(target)]
+    lib = [Path(s).resolve() for s in lib_sources]
+    jobs = [(src, obj_dir / f"{i:03d}_{src.stem}.o") for i, src in enumerate([*lib, *all_sources])]
+    lib_objects = [obj for _, obj in jobs[: len(lib)]]
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+        for fut in [pool.submit(_compile, prefix, src, obj) for src, obj in jobs]:
+            fut.result()  # re-raises the first BuildError in source order
+
+    elf, map_path = out_dir / "firmware.elf", out_dir / "firmware.map"
+    link = [target.compiler, *_board_cflags(target, opt_flags), *COMMON_LDFLAGS, f"-Wl,-Map={map_path}"]
+    if sections_template(target) is not None:  # bare-metal family: our own linker script
+        link += ["-T", str(write_linker_script(target, out_dir, weights_section))]
+    link += [*(str(obj) for _, obj in jobs), *target.ldflags, "-o", str(elf)]
+    proc = _run_tool(link, "linking")
+    if proc.returncode != 0:
+        raise _link_error(target, proc.stderr)
+
+    lib_sizes, harness_sizes = parse_map_sizes(map_path.read_text(encoding="utf-8", errors="replace"),
+                                               lib_objects, weights_section)  # fmt: skip
+    return BuildResult(elf=elf, map=map_path, lib=lib_sizes, harness=harness_sizes)

@@ -1,0 +1,100 @@
+/* tcount: deterministic guest instruction counter for QEMU 7.2 (system and user mode).
+ *
+ * Args (comma-separated after the .so path):
+ *   mark=0xADDR  repeatable, up to TC_MAXMARK. Mark index = order given (0, 1, ...). Each time
+ *                the guest executes the instruction at ADDR (entry of a noinline marker
+ *                function, address from nm), record (index, instructions retired so far).
+ *   exact=1      count per instruction (exact even when a TB is left early, e.g. on a fault or
+ *                exception) instead of per translation block. targets.qemu always passes it.
+ *
+ * Output at exit, through qemu_plugin_outs (visible only with -d plugin [-D file]):
+ *   tcount: v2 total_insns=<N> marks=<K> dropped=<D> exact=<0|1>
+ *   tcount: mark <i> which=<index> insns=<count>        (K lines, i = 0..K-1, firing order)
+ * A single vCPU is assumed (Cortex-M boards, single-threaded user programs). */
+#include "tc_qemu_plugin_api.h"
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+QEMU_PLUGIN_EXPORT int qemu_plugin_version = 1;
+
+#define TC_MAXMARK 64
+#define TC_MAXREC (1u << 24)   /* hard cap on stored records (16 M * 12 bytes); beyond: dropped */
+
+static uint64_t g_insns;
+static uint64_t g_mark_addr[TC_MAXMARK];
+static int g_nmark;
+static int g_exact;
+
+typedef struct { uint64_t insns; uint32_t which; } tc_rec;
+static tc_rec *g_rec;
+static size_t g_nrec, g_caprec;
+static uint64_t g_dropped;
+
+static void on_mark(unsigned int vcpu, void *ud)
+{
+    (void)vcpu;
+    if (g_nrec == g_caprec) {
+        size_t cap = g_caprec ? g_caprec * 2 : 4096;
+        tc_rec *p = cap <= TC_MAXREC ? realloc(g_rec, cap * sizeof *p) : NULL;
+        if (!p) { g_dropped++; return; }
+        g_rec = p;
+        g_caprec = cap;
+    }
+    g_rec[g_nrec].insns = g_insns;
+    g_rec[g_nrec].which = (uint32_t)(uintptr_t)ud;
+    g_nrec++;
+}
+
+static void on_tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
+{
+    (void)id;
+    size_t n = qemu_plugin_tb_n_insns(tb);
+    if (!g_exact)
+        qemu_plugin_register_vcpu_tb_exec_inline(tb, QEMU_PLUGIN_INLINE_ADD_U64, &g_insns, n);
+    for (size_t i = 0; i < n; i++) {
+        struct qemu_plugin_insn *insn = qemu_plugin_tb_get_insn(tb, i);
+        if (g_exact)
+            qemu_plugin_register_vcpu_insn_exec_inline(insn, QEMU_PLUGIN_INLINE_ADD_U64, &g_insns, 1);
+        uint64_t va = qemu_plugin_insn_vaddr(insn);
+        for (int m = 0; m < g_nmark; m++)
+            if (va == g_mark_addr[m])
+                qemu_plugin_register_vcpu_insn_exec_cb(insn, on_mark, QEMU_PLUGIN_CB_NO_REGS, (void *)(uintptr_t)m);
+    }
+}
+
+static void on_exit_cb(qemu_plugin_id_t id, void *ud)
+{
+    (void)id; (void)ud;
+    char line[160];
+    snprintf(line, sizeof line, "tcount: v2 total_insns=%" PRIu64 " marks=%zu dropped=%" PRIu64 " exact=%d\n",
+             g_insns, g_nrec, g_dropped, g_exact);
+    qemu_plugin_outs(line);
+    for (size_t i = 0; i < g_nrec; i++) {
+        snprintf(line, sizeof line, "tcount: mark %zu which=%" PRIu32 " insns=%" PRIu64 "\n",
+                 i, g_rec[i].which, g_rec[i].insns);
+        qemu_plugin_outs(line);
+    }
+}
+
+QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_t *info, int argc, char **argv)
+{
+    (void)info;
+    for (int i = 0; i < argc; i++) {
+        char *end = NULL;
+        if (!strncmp(argv[i], "mark=", 5)) {
+            if (g_nmark == TC_MAXMARK) { fprintf(stderr, "tcount: more than %d marks\n", TC_MAXMARK); return -1; }
+            g_mark_addr[g_nmark++] = strtoull(argv[i] + 5, &end, 0);
+        } else if (!strncmp(argv[i], "exact=", 6)) {
+            g_exact = (int)strtol(argv[i] + 6, &end, 10);
+        } else {
+            fprintf(stderr, "tcount: unknown arg %s\n", argv[i]);
+            return -1;
+        }
+        if (!end || *end) { fprintf(stderr, "tcount: bad number in %s\n", argv[i]); return -1; }
+    }
+    qemu_plugin_register_vcpu_tb_trans_cb(id, on_tb_trans);
+    qemu_plugin_register_atexit_cb(id, on_exit_cb, NULL);
+    return 0;
+}

@@ -1,0 +1,152 @@
+"""Run an ELF for a board: natively, under qemu-system-arm (semihosting) or qemu-user.
+
+Owns the emulator command lines, the timeout (kills the whole process group), symbol lookup for
+plugin marks (`nm`), and assembling a `RunLog` (fault line, tcount counts). Takes file paths and
+knows nothing of the IR or of what the program computes (architecture §3.2).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from targets.errors import RunError
+from targets.plugin import plugin_path
+from targets.runlog import Fault, PluginCounts, RunLog, decode_cfsr, parse_fault, parse_plugin_log
+from targets.target import RunKind, Target, TimeSource
+
+__all__ = ["Fault", "RunLog", "decode_cfsr", "parse_fault", "parse_plugin_log", "run_firmware", "symbol_addresses"]
+
+# Fixed qemu-system options: no display/monitor/UART (semihosting is the console), and semihosting
+# file I/O relative to QEMU's working directory ("native" = semihosting calls go to the host).
+_SYSTEM_ARGS = ("-nographic", "-monitor", "none", "-serial", "null")
+_PLUGIN_LOAD_ERRORS = ("Failed to load plugin", "plugin requires API version", "does not declare API version")
+
+
+def symbol_addresses(target: Target, elf: Path, names: Sequence[str]) -> list[int]:
+    """Addresses of the functions `names` in `elf`, via the board's nm (bytes, Thumb bit cleared).
+
+    Raises RunError if nm is missing or fails, a symbol is absent, or two names share an address
+    (e.g. identical empty marker functions folded by the compiler: the marks would be ambiguous).
+    """
+    try:
+        proc = subprocess.run([target.nm, "--defined-only", str(elf)], capture_output=True, text=True, check=False)
+    except FileNotFoundError:
+        raise RunError(f"board '{target.name}': '{target.nm}' not found on PATH") from None
+    if proc.returncode != 0:
+        raise RunError(f"{target.nm} {elf.name} failed: {proc.stderr.strip()[:200]}")
+    table: dict[str, int] = {}
+    for line in proc.stdout.splitlines():
+        parts = line.split()
+        if len(parts) == 3:
+            table.setdefault(parts[2], int(parts[0], 16) & ~1)  # Thumb functions: LSB marks the state
+    missing = [n for n in names if n not in table]
+    if missing:
+        raise RunError(f"mark symbol(s) {', '.join(missing)} not found in {elf.name}")
+    addrs = [table[n] for n in names]
+    if len(set(addrs)) != len(addrs):
+        raise RunError(f"mark symbols {', '.join(names)} do not have distinct addresses in {elf.name} "
+                       "(make each marker noinline/noipa with a distinct body)")  # fmt: skip
+    return addrs
+
+
+def _escape_opt(value: str) -> str:
+    return value.replace(",", ",,")  # QEMU option syntax: a literal comma is written twice
+
+
+def _command(target: Target, elf: Path, args: Sequence[str], plugin: list[str]) -> list[str]:
+    kind = target.run.kind
+    if kind is RunKind.NATIVE:
+        return [str(elf), *args]
+    assert target.run.executable is not None  # guaranteed by validation for emulated kinds
+    if kind is RunKind.QEMU_USER:
+        return [target.run.executable, *target.run.args, *plugin, str(elf), *args]
+    semihosting = "enable=on,target=native"
+    if args:  # semihosting command line: argv[0] then the arguments
+        semihosting += "".join(f",arg={_escape_opt(a)}" for a in (str(elf), *args))
+    return [target.run.executable, *target.run.args, *_SYSTEM_ARGS, "-semihosting-config", semihosting,
+            *plugin, "-kernel", str(elf)]  # fmt: skip
+
+
+def _execute(cmd: list[str], cwd: Path, timeout_s: float) -> tuple[str, str, int | None, bool]:
+    """Run `cmd` in its own process group; on timeout kill the whole group (QEMU and children)."""
+    try:
+        proc = subprocess.Popen(cmd, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, start_new_session=True)  # fmt: skip
+    except FileNotFoundError:
+        raise RunError(f"cannot run: '{cmd[0]}' not found") from None
+    except PermissionError:
+        raise RunError(f"cannot run: '{cmd[0]}' is not executable") from None
+    try:
+        out, err = proc.communicate(timeout=timeout_s)
+        return out.decode(errors="replace"), err.decode(errors="replace"), proc.returncode, False
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass  # exited between the timeout and the kill
+        out, err = proc.communicate()
+        return out.decode(errors="replace"), err.decode(errors="replace"), None, True
+
+
+def run_firmware(
+    target: Target,
+    elf: Path,
+    *,
+    cwd: Path,
+    timeout_s: float,
+    marks: Sequence[str] = (),
+    args: Sequence[str] = (),
+) -> RunLog:
+    """Run `elf` for `target` in folder `cwd`, killed after `timeout_s` seconds of wall time.
+
+    Native boards run the ELF directly; qemu-system boards use semihosting, so the program's
+    fopen() of relative paths reads/writes files in `cwd`; qemu-user boards run under the board's
+    emulator and -cpu. On plugin boards the tcount plugin counts retired instructions (exact=1)
+    and records each execution of the functions named in `marks` (mark index = position in
+    `marks`); on other boards `marks` is ignored. `args` are passed to main (semihosting arg= on
+    qemu-system). A fault line from board support becomes `RunLog.fault`.
+
+    Raises RunError if the emulator/ELF/nm cannot be run, a mark symbol is missing, the plugin
+    cannot be loaded, or the plugin log of a completed run is malformed. A timeout, non-zero exit
+    or guest fault is not an error: it is reported in the RunLog.
+    """
+    elf, cwd = Path(elf).resolve(), Path(cwd).resolve()
+    if not elf.is_file():
+        raise RunError(f"no such ELF: {elf}")
+    use_plugin = target.run.time_source is TimeSource.PLUGIN
+    with tempfile.TemporaryDirectory(prefix="edgecc-run-") as tmp:
+        log_path = Path(tmp) / "tcount.log"
+        plugin: list[str] = []
+        if use_plugin:
+            addrs = symbol_addresses(target, elf, marks)
+            spec = ",".join([str(plugin_path()), *(f"mark=0x{a:x}" for a in addrs), "exact=1"])
+            plugin = ["-plugin", spec, "-d", "plugin", "-D", str(log_path)]
+        cmd = _command(target, elf, args, plugin)
+        start = time.monotonic()
+        stdout, stderr, rc, timed_out = _execute(cmd, cwd, timeout_s)
+        wall = time.monotonic() - start
+        if use_plugin and any(e in stderr for e in _PLUGIN_LOAD_ERRORS):
+            line = next(ln for ln in stderr.splitlines() if any(e in ln for e in _PLUGIN_LOAD_ERRORS))
+            raise RunError(f"{target.run.executable} could not load the tcount plugin: {line.strip()}")
+        counts: PluginCounts | None = None
+        log_text = log_path.read_text(errors="replace") if log_path.is_file() else ""
+        # A killed or crashed (lockup, rc 134) QEMU may not reach the plugin's atexit hook: no counts then.
+        if use_plugin and not timed_out and log_text.strip():
+            counts = parse_plugin_log(log_text, len(marks))
+    return RunLog(
+        stdout=stdout,
+        stderr=stderr,
+        returncode=rc,
+        timed_out=timed_out,
+        fault=parse_fault(stderr),
+        total_instructions=counts.total_instructions if counts else None,
+        marks=counts.marks if counts else [],
+        wall_s=wall,
+        command=tuple(cmd),
+    )

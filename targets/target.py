@@ -1,0 +1,310 @@
+"""Target: one boards.yaml entry as frozen, validated data (architecture P15 "target as data").
+
+Owns the schema of a board entry and its validation (`target_from_mapping`). It deliberately does
+not read files, run tools or import anything from `toolchain`: `targets/__init__.py` loads the
+YAML, `build.py`/`qemu.py` act on the data. Code reads these fields; it never branches on names.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from targets.errors import BoardError
+
+
+class ISA(enum.Enum):
+    """Kernel ISA folders under c_templates/kernels/ (value = folder name)."""
+
+    PORTABLE = "portable"
+    DSP = "dsp"
+    HELIUM = "helium"
+    NEON = "neon"
+
+
+class RunKind(enum.Enum):
+    """How an ELF for this board is executed."""
+
+    NATIVE = "native"  # run directly on the build machine
+    QEMU_SYSTEM = "qemu-system"  # bare-metal image, semihosting, qemu-system-arm
+    QEMU_USER = "qemu-user"  # Linux user-space binary under qemu-<arch>
+
+
+class TimeSource(enum.Enum):
+    """Where per-op cost comes from."""
+
+    PLUGIN = "plugin"  # tcount TCG plugin: exact retired guest instructions
+    CLOCK = "clock"  # clock_gettime inside the program: host microseconds
+
+
+# Feature words the kernels and flags care about; anything else in boards.yaml is a typo.
+KNOWN_FEATURES = frozenset({"fpu", "fpu_dp", "dsp", "mve", "mve_fp", "neon", "dotprod", "i8mm"})
+# An ISA kernel folder may only be preferred when the core has the feature it needs.
+ISA_REQUIRES: dict[ISA, str | None] = {ISA.PORTABLE: None, ISA.DSP: "dsp", ISA.HELIUM: "mve", ISA.NEON: "neon"}
+LAYOUTS = frozenset({"NHWC", "NCHW", "CHWN"})
+COST_UNITS = frozenset({"instructions", "us", "cycles"})
+MEMORY_ROLES = ("code", "weights", "ram", "arena")
+
+
+@dataclass(frozen=True)
+class MemoryRegion:
+    """A contiguous address range. `address` and `size` are in bytes."""
+
+    name: str
+    address: int
+    size: int
+
+    @property
+    def end(self) -> int:
+        """One past the last byte (bytes)."""
+        return self.address + self.size
+
+
+@dataclass(frozen=True)
+class MemoryMap:
+    """Regions plus which region holds each kind of content (names refer to `regions`)."""
+
+    regions: tuple[MemoryRegion, ...]
+    code: str  # vectors, .text, .rodata (+ .data load image)
+    weights: str  # the model's constant weight section
+    ram: str  # .data, .bss, heap, stack
+    arena: str  # the static tensor arena (NOLOAD)
+    stack_size: int  # bytes
+    heap_size: int  # bytes
+
+    def region(self, name: str) -> MemoryRegion:
+        """The region called `name` (KeyError if absent; validation guarantees roles exist)."""
+        for r in self.regions:
+            if r.name == name:
+                return r
+        raise KeyError(name)
+
+    def region_for(self, role: str) -> MemoryRegion:
+        """The region holding `role` (one of MEMORY_ROLES)."""
+        return self.region(getattr(self, role))
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """How to run an ELF and what its cost numbers mean."""
+
+    kind: RunKind
+    executable: str | None  # emulator executable; None for native
+    args: tuple[str, ...]  # board-specific emulator argv (-M ..., -cpu ...)
+    time_source: TimeSource
+    cost_unit: str  # "instructions" | "us" | "cycles"
+    guest_ips: float  # approximate guest instructions per second (for run timeouts)
+
+
+@dataclass(frozen=True)
+class Target:
+    """One board: CPU, ISA, compiler flags, memory map and how to run its binaries."""
+
+    name: str
+    description: str
+    cpu: str
+    isa_features: frozenset[str]
+    kernel_preference: tuple[ISA, ...]  # first supported variant wins (toolchain.lower)
+    support: str | None  # folder under targets/support/ with startup/fault code, or None
+    compiler: str
+    nm: str
+    cflags: tuple[str, ...]
+    ldflags: tuple[str, ...]
+    memory: MemoryMap
+    buffer_alignment: int  # bytes; power of two in 4..256
+    preferred_layout: str  # activation layout, e.g. "NHWC"
+    run: RunSpec
+
+    def has_feature(self, feature: str) -> bool:
+        """True if the core has ISA feature `feature` (e.g. "dsp", "mve", "dotprod")."""
+        return feature in self.isa_features
+
+    def run_timeout_s(self, expected_instructions: int, *, margin: float = 10.0, floor_s: float = 5.0) -> float:
+        """Wall-clock timeout (seconds) for a run expected to retire `expected_instructions`.
+
+        Uses the board's approximate guest speed times a generous `margin` (loaded CI machines
+        and plugin overhead), never less than `floor_s`.
+        """
+        return max(floor_s, margin * expected_instructions / self.run.guest_ips)
+
+
+# ---------------------------------------------------------------------------------------------
+# Validation: boards.yaml mapping -> Target. Every failure is one line naming file, board, field.
+
+
+_SIZE_RE = re.compile(r"^\s*(0x[0-9a-fA-F]+|\d+)\s*([KMG]?)i?B?\s*$")
+_SCALE = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+
+
+class _Fields:
+    """Typed accessors over one board's mapping that raise BoardError naming the field."""
+
+    def __init__(self, source: str, board: str, data: Mapping[str, Any]) -> None:
+        self.source, self.board, self.data = source, board, data
+
+    def fail(self, field: str, why: str) -> BoardError:
+        return BoardError(f"{self.source}: board '{self.board}': field '{field}': {why}")
+
+    def get(self, field: str, default: Any = ...) -> Any:
+        node: Any = self.data
+        for part in field.split("."):
+            if not isinstance(node, Mapping) or part not in node:
+                if default is ...:
+                    raise self.fail(field, "missing")
+                return default
+            node = node[part]
+        return node
+
+    def str_(self, field: str, default: Any = ...) -> str:
+        v = self.get(field, default)
+        if not isinstance(v, str) or not v:
+            raise self.fail(field, f"expected a non-empty string, got {v!r}")
+        return v
+
+    def str_list(self, field: str, default: Any = ...) -> tuple[str, ...]:
+        v = self.get(field, default)
+        if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
+            raise self.fail(field, f"expected a list of strings, got {v!r}")
+        return tuple(v)
+
+    def size(self, field: str, default: Any = ...) -> int:
+        """An int, or a string like "4M", "512K", "0x8000" (bytes)."""
+        v = self.get(field, default)
+        if isinstance(v, bool):
+            raise self.fail(field, f"expected a byte count, got {v!r}")
+        if isinstance(v, int):
+            n = v
+        elif isinstance(v, str) and (m := _SIZE_RE.match(v)):
+            n = int(m.group(1), 0) * _SCALE[m.group(2)]
+        else:
+            raise self.fail(field, f"expected a byte count like 4096, 0x1000 or '4M', got {v!r}")
+        if n < 0:
+            raise self.fail(field, f"must not be negative, got {n}")
+        return n
+
+    def enum(self, field: str, kind: type[enum.Enum], default: Any = ...) -> Any:
+        v = self.get(field, default)
+        try:
+            return kind(v)
+        except ValueError:
+            allowed = ", ".join(str(e.value) for e in kind)
+            raise self.fail(field, f"{v!r} is not one of: {allowed}") from None
+
+
+def _memory(f: _Fields) -> MemoryMap:
+    raw = f.get("memory.regions")
+    if not isinstance(raw, Mapping) or not raw:
+        raise f.fail("memory.regions", "expected a mapping {name: {address, size}}")
+    regions = []
+    for name in raw:
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", str(name)):
+            raise f.fail(f"memory.regions.{name}", "region names must be C/ld identifiers")
+        address = f.size(f"memory.regions.{name}.address")
+        size = f.size(f"memory.regions.{name}.size")
+        if size == 0:
+            raise f.fail(f"memory.regions.{name}.size", "must be > 0")
+        regions.append(MemoryRegion(str(name), address, size))
+    ordered = sorted(regions, key=lambda r: r.address)
+    for a, b in zip(ordered, ordered[1:]):
+        if b.address < a.end:
+            raise f.fail(f"memory.regions.{b.name}", f"overlaps region {a.name}")
+    names = {r.name for r in regions}
+    roles = {}
+    for role in MEMORY_ROLES:
+        roles[role] = f.str_(f"memory.{role}")
+        if roles[role] not in names:
+            known = ", ".join(sorted(names))
+            raise f.fail(f"memory.{role}", f"region {roles[role]!r} is not in memory.regions ({known})")
+    return MemoryMap(
+        regions=tuple(regions),
+        stack_size=f.size("memory.stack_size"),
+        heap_size=f.size("memory.heap_size"),
+        **roles,
+    )
+
+
+def _kernel_preference(f: _Fields, features: frozenset[str]) -> tuple[ISA, ...]:
+    names = f.str_list("kernel_preference")
+    prefs = []
+    for n in names:
+        try:
+            isa = ISA(n)
+        except ValueError:
+            folders = ", ".join(i.value for i in ISA)
+            raise f.fail("kernel_preference", f"{n!r} is not an ISA folder ({folders})") from None
+        need = ISA_REQUIRES[isa]
+        if need is not None and need not in features:
+            raise f.fail("kernel_preference", f"{n!r} needs isa feature {need!r}, which this cpu lacks")
+        prefs.append(isa)
+    if len(set(prefs)) != len(prefs):
+        raise f.fail("kernel_preference", "lists an ISA twice")
+    if ISA.PORTABLE not in prefs:
+        # The portable set is the only complete one (P9); without it some op could have no kernel.
+        raise f.fail("kernel_preference", "must include 'portable'")
+    return tuple(prefs)
+
+
+def _run(f: _Fields) -> RunSpec:
+    kind = f.enum("run.kind", RunKind)
+    executable = None if kind is RunKind.NATIVE else f.str_("run.executable")
+    time_source = f.enum("run.time_source", TimeSource)
+    if time_source is TimeSource.PLUGIN and kind is RunKind.NATIVE:
+        raise f.fail("run.time_source", "'plugin' needs a QEMU run kind")
+    cost_unit = f.str_("run.cost_unit")
+    if cost_unit not in COST_UNITS:
+        raise f.fail("run.cost_unit", f"{cost_unit!r} is not one of: {', '.join(sorted(COST_UNITS))}")
+    ips = f.get("run.guest_ips")
+    if isinstance(ips, str):
+        # PyYAML (YAML 1.1) reads "2.0e9" as a string; accept it as a number.
+        try:
+            ips = float(ips)
+        except ValueError:
+            pass
+    if isinstance(ips, bool) or not isinstance(ips, int | float) or ips <= 0:
+        raise f.fail("run.guest_ips", f"expected a positive number (instructions/second), got {ips!r}")
+    return RunSpec(kind, executable, f.str_list("run.args", []), time_source, cost_unit, float(ips))
+
+
+def target_from_mapping(name: str, data: Any, source: str = "boards.yaml") -> Target:
+    """Validate one boards.yaml entry and build its Target.
+
+    Raises BoardError (one line: `source`, board `name`, the bad field and why).
+    """
+    if not isinstance(data, Mapping):
+        raise BoardError(f"{source}: board '{name}': expected a mapping of fields, got {type(data).__name__}")
+    f = _Fields(source, name, data)
+    features = frozenset(f.str_list("isa_features"))
+    if unknown := sorted(features - KNOWN_FEATURES):
+        known = ", ".join(sorted(KNOWN_FEATURES))
+        raise f.fail("isa_features", f"unknown feature(s) {', '.join(unknown)} (known: {known})")
+    alignment = f.get("buffer_alignment", 16)
+    is_int = isinstance(alignment, int) and not isinstance(alignment, bool)
+    if not is_int or not 4 <= alignment <= 256 or alignment & (alignment - 1):
+        raise f.fail("buffer_alignment", f"must be a power of two in 4..256 bytes, got {alignment!r}")
+    layout = f.str_("preferred_layout", "NHWC")
+    if layout not in LAYOUTS:
+        raise f.fail("preferred_layout", f"{layout!r} is not one of: {', '.join(sorted(LAYOUTS))}")
+    compiler = f.str_("toolchain.compiler")
+    default_nm = compiler[: -len("gcc")] + "nm" if compiler.endswith("gcc") else "nm"
+    support = f.get("support", None)
+    if support is not None and not (isinstance(support, str) and re.fullmatch(r"[a-z0-9_]+", support)):
+        raise f.fail("support", f"expected a support folder name like 'cortex_m', got {support!r}")
+    return Target(
+        name=name,
+        description=f.str_("description"),
+        cpu=f.str_("cpu"),
+        isa_features=features,
+        kernel_preference=_kernel_preference(f, features),
+        support=support,
+        compiler=compiler,
+        nm=f.str_("toolchain.nm", default_nm),
+        cflags=f.str_list("toolchain.cflags"),
+        ldflags=f.str_list("toolchain.ldflags", []),
+        memory=_memory(f),
+        buffer_alignment=alignment,
+        preferred_layout=layout,
+        run=_run(f),
+    )

@@ -1,0 +1,31 @@
+"""C identifiers from tensor/node names: sanitized, prefixed, unique and stable."""
+from __future__ import annotations
+
+import re
+
+C_KEYWORDS = frozenset("""auto break case char const continue default do double else enum extern float for goto if
+inline int long register restrict return short signed sizeof static struct switch typedef union unsigned void
+volatile while _Bool _Complex _Imaginary""".split())
+
+
+class CNames:
+    """Maps arbitrary names to unique C identifiers `<prefix><sanitized>` in first-come order.
+
+    >>> n = CNames("ecc_w_"); n("conv/1.weight"), n("conv_1_weight")
+    ('ecc_w_conv_1_weight', 'ecc_w_conv_1_weight_1')
+    """
+
+    def __init__(self, prefix: str) -> None:
+        self.prefix = prefix
+        self._map: dict[str, str] = {}
+        self._used: set[str] = set()
+
+    def __call__(self, name: str) -> str:
+        if name not in self._map:
+            base = self.prefix + (re.sub(r"[^0-9A-Za-z_]", "_", name).strip("_") or "t")
+            cand, i = base, 1
+            while cand in self._used or cand in C_KEYWORDS:
+                cand, i = f"{base}_{i}", i + 1
+            self._map[name] = cand
+            self._used.add(cand)
+        return self._map[name]

@@ -1,0 +1,109 @@
+"""View objects handed to the templates: every field is C-ready (identifiers, literals, offsets),
+so templates only loop and print (architecture P14)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from toolchain.codegen.cnames import CNames
+from toolchain.codegen.filters import c_int
+from toolchain.ir import Graph
+from toolchain.memory import MemoryPlan
+from toolchain.ops.registry import KernelVariant, opdef
+
+
+@dataclass(frozen=True)
+class ConstArray:
+    """A constant array in the weights section: symbol, C element type, values."""
+
+    symbol: str
+    ctype: str
+    values: np.ndarray
+
+    @property
+    def size(self) -> int:
+        return int(self.values.size)
+
+
+@dataclass(frozen=True)
+class KernelCall:
+    """One kernel invocation in model.c, in execution order."""
+
+    index: int
+    name: str
+    op_type: str
+    function: str
+    args: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class IOView:
+    """A graph input or output: the run() parameter, its arena offset and its quantization."""
+
+    param: str
+    tensor: str
+    offset: int
+    size: int
+    shape: tuple[int, ...]
+    scale: float
+    zero_point: int
+
+
+@dataclass(frozen=True)
+class ModelContext:
+    """Everything the model library templates need."""
+
+    stamp: str
+    arena_bytes: int
+    alignment: int
+    weights_section: str
+    inputs: tuple[IOView, ...]
+    outputs: tuple[IOView, ...]
+    calls: tuple[KernelCall, ...]
+    consts: tuple[ConstArray, ...]
+    kernel_templates: tuple[str, ...]
+
+
+def build_context(graph: Graph, plan: MemoryPlan, variants: dict[str, KernelVariant], stamp: str,
+                  weights_section: str = ".weights") -> ModelContext:
+    """Resolve every kernel argument to C: arena offsets, constant symbols, literals."""
+    wnames = CNames("ecc_w_")
+    consts: dict[str, ConstArray] = {}
+    calls = []
+    for node in graph.nodes:
+        op = opdef(node)
+        if op.is_view:
+            continue
+        variant = variants[node.name]
+        scratch_key = f"scratch:{node.name}"
+        args = [f"(a + {plan.offsets[scratch_key]})" if scratch_key in plan.offsets else "NULL"]
+        for arg in op.kernel_args(node, graph):
+            if arg.kind == "int":
+                args.append(c_int(arg.value))
+            elif arg.kind == "act":
+                args.append(f"(a + {plan.offset_of(arg.value)})")
+            elif arg.kind == "const":
+                t = graph.t(arg.value)
+                sym = wnames(arg.value)
+                consts.setdefault(sym, ConstArray(sym, t.dtype.c, t.data))
+                args.append(sym)
+            elif arg.kind == "array":
+                sym = wnames(f"{node.name}_{arg.name}")
+                consts.setdefault(sym, ConstArray(sym, "int32_t", np.asarray(arg.value, np.int32)))
+                args.append(sym)
+            else:
+                args.append("NULL")
+        calls.append(KernelCall(len(calls), node.name, node.op.value, variant.function, tuple(args)))
+    pnames = CNames("")
+    ios = []
+    for names, kind in ((graph.inputs, "input"), (graph.outputs, "output")):
+        views = []
+        for i, name in enumerate(names):
+            t = graph.t(name)
+            views.append(IOView(pnames(f"{kind}{i}"), name, plan.offset_of(name), t.nbytes, t.shape,
+                                t.quant.s, t.quant.zp))
+        ios.append(tuple(views))
+    templates = tuple(sorted({v.template for v in variants.values()}))
+    return ModelContext(stamp, plan.arena_bytes, plan.alignment, weights_section, ios[0], ios[1], tuple(calls),
+                        tuple(consts.values()), templates)

@@ -1,0 +1,115 @@
+"""DATA loading: a .npy, a .npz (key = input name, or its only array) or a folder of images,
+turned into float32 model inputs [S, *input shape] by the YAML `preprocess` block, and then into
+int8 with the model input's scale and zero point (once, in Python).
+
+Order of preprocessing: cast to float32 (uint8 data included) -> channel order -> x * scale ->
+(x - mean) / std per channel -> the data's layout to the model input's layout (ONNX 4-D inputs
+are NCHW). Images are decoded with Pillow as RGB, HWC, resized first when `resize` is given.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from toolchain.config import Preprocess
+from toolchain.errors import InputError
+from toolchain.ir import Graph
+
+IMAGE_SUFFIXES = {".jpg", ".jpeg", ".png", ".bmp", ".ppm", ".pgm"}
+
+
+def _read_images(folder: Path, pre: Preprocess) -> np.ndarray:
+    from PIL import Image
+
+    files = sorted(p for p in folder.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES)
+    if not files:
+        raise InputError(f"{folder}: no images ({', '.join(sorted(IMAGE_SUFFIXES))}) in this folder")
+    imgs = []
+    for f in files:
+        try:
+            img = Image.open(f).convert("RGB")
+        except OSError as e:
+            raise InputError(f"{f}: cannot decode image ({e})") from None
+        if pre.resize:
+            img = img.resize((pre.resize[1], pre.resize[0]), Image.Resampling.BILINEAR)
+        imgs.append(np.asarray(img, np.uint8))
+    if len({i.shape for i in imgs}) != 1:
+        raise InputError(f"{folder}: images differ in size; set preprocess.resize: [H, W]")
+    return np.stack(imgs)  # [S, H, W, 3] NHWC
+
+
+def read_arrays(path: Path, names: tuple[str, ...], pre: Preprocess) -> dict[str, np.ndarray]:
+    """Raw arrays per graph input from a DATA path (no preprocessing yet)."""
+    if not path.exists():
+        raise InputError(f"{path}: no such data file or folder")
+    if path.is_dir():
+        if len(names) != 1:
+            raise InputError(f"{path}: an image folder can feed only a single-input model")
+        return {names[0]: _read_images(path, pre)}
+    try:
+        loaded = np.load(path, allow_pickle=False)
+    except (OSError, ValueError) as e:
+        raise InputError(f"{path}: not a .npy/.npz file ({e})") from None
+    if isinstance(loaded, np.ndarray):
+        if len(names) != 1:
+            raise InputError(f"{path}: the model has {len(names)} inputs; use a .npz keyed by input name")
+        return {names[0]: loaded}
+    with loaded:
+        keys = list(loaded.keys())
+        if len(names) == 1 and len(keys) == 1:
+            return {names[0]: loaded[keys[0]]}
+        missing = [n for n in names if n not in keys]
+        if missing:
+            raise InputError(f"{path}: no array for input(s) {missing}; the .npz has {keys}")
+        return {n: loaded[n] for n in names}
+
+
+def preprocess(arr: np.ndarray, shape: tuple[int, ...], pre: Preprocess, where: str) -> np.ndarray:
+    """One input's raw data -> float32 [S, *shape] in the model's layout; InputError on mismatch."""
+    if arr.dtype.kind not in "uif":
+        raise InputError(f"{where}: data of dtype {arr.dtype} (need integers or floats)")
+    x = arr.astype(np.float32)
+    rank = len(shape)
+    batch1 = rank > 0 and shape[0] == 1  # data may omit the model's batch axis of 1
+    if x.ndim == rank and batch1:
+        x = x[:, None]
+    elif x.ndim == rank - 1 and batch1:
+        x = x[None, None]
+    elif x.ndim == rank:
+        x = x[None]
+    if x.ndim != rank + 1:
+        raise InputError(f"{where}: data of shape {list(arr.shape)} does not fit input shape {list(shape)}")
+    nhwc_data = rank == 4 and pre.layout == "NHWC"
+    cax = -1 if nhwc_data or rank != 4 else 2  # channel axis of [S, N, ...]
+    if pre.channel_order == "BGR" and rank == 4:
+        x = np.flip(x, axis=cax)
+    x = x * np.float32(pre.scale)
+    for vals, op in ((pre.mean, np.subtract), (pre.std, np.divide)):
+        if vals:
+            ch = x.shape[cax]
+            if len(vals) not in (1, ch):
+                raise InputError(f"{where}: preprocess mean/std has {len(vals)} values for {ch} channels")
+            shp = [1] * x.ndim
+            shp[cax] = -1
+            x = op(x, np.asarray(vals, np.float32).reshape(shp) if len(vals) > 1 else np.float32(vals[0]))
+    if nhwc_data:
+        x = x.transpose(0, 1, 4, 2, 3)
+    if tuple(x.shape[1:]) != tuple(shape):
+        raise InputError(f"{where}: samples have shape {list(x.shape[1:])} after preprocessing, "
+                         f"model input expects {list(shape)} (check preprocess.layout / resize)")
+    return np.ascontiguousarray(x, np.float32)
+
+
+def load_data(path: Path, graph: Graph, pre: Preprocess) -> dict[str, np.ndarray]:
+    """DATA -> {input name: float32 [S, *shape]} for every graph input of a float graph."""
+    raw = read_arrays(path, graph.inputs, pre)
+    out = {n: preprocess(a, graph.t(n).shape, pre, f"{path} (input {n!r})") for n, a in raw.items()}
+    if len({len(v) for v in out.values()}) != 1:
+        raise InputError(f"{path}: inputs have different sample counts")
+    return out
+
+
+def quantize_inputs(data: dict[str, np.ndarray], graph: Graph) -> dict[str, np.ndarray]:
+    """float32 model inputs -> int8 with each input's scale and zero point (TFLite rounding)."""
+    return {n: graph.t(n).quant.quantize(v) for n, v in data.items()}

@@ -1,0 +1,1 @@
+"""Frontends: model files -> Graph (toolchain.ir). One module per format."""

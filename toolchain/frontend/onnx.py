@@ -1,0 +1,282 @@
+"""ONNX -> Graph. One converter per ONNX op; a converter's keyword parameters are the ONNX
+attribute names with the spec's defaults (ONNX operator docs, opset 11-21), so an attribute we do
+not know fails loudly instead of being ignored.
+
+Layout: ONNX is NCHW; the IR keeps 4-D activations NHWC. Conv weights are permuted offline, a
+4-D graph input gets a Transpose NCHW->NHWC, and an op that needs ONNX element order (Flatten,
+Reshape, Softmax, Gemm) on a 4-D value gets a Transpose back. Passes later cancel or drop the
+transposes that move only size-1 axes. Not here: folding, fusion, quantization.
+"""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+from toolchain.errors import InputError, UnsupportedModel
+from toolchain.frontend.onnx_builder import Builder, Val
+from toolchain.ir import DType, Graph
+from toolchain.ops.batch_norm import BatchNormAttrs
+from toolchain.ops.clamp import ClampAttrs
+from toolchain.ops.common import NO_ACT, Window, same_pads
+from toolchain.ops.conv2d import Conv2DAttrs
+from toolchain.ops.depthwise_conv2d import DepthwiseConv2DAttrs
+from toolchain.ops.fully_connected import FullyConnectedAttrs
+from toolchain.ops.add import AddAttrs
+from toolchain.ops.pool2d import Pool2DAttrs
+from toolchain.ops.registry import OpKind
+from toolchain.ops.shape_ops import ReshapeAttrs, TransposeAttrs
+from toolchain.ops.softmax import SoftmaxAttrs
+
+CONVERTERS = {}
+
+
+def converter(*names: str):
+    """Register a function as the converter of the named ONNX op types."""
+
+    def deco(fn):
+        for n in names:
+            CONVERTERS[n] = fn
+        return fn
+
+    return deco
+
+
+def _window(b: Builder, x: Val, kernel_shape, strides, dilations, pads, auto_pad, ceil_mode=0) -> Window:
+    n, h, w, c = b.shape(x)
+    kernel = tuple(kernel_shape)
+    if len(kernel) != 2:
+        raise b.unsupported(f"only 2-D windows are supported (kernel_shape {list(kernel)})")
+    strides = tuple(strides or (1, 1))
+    dil = tuple(dilations or (1, 1))
+    if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+        ph = same_pads(h, kernel[0], strides[0], dil[0], auto_pad == "SAME_UPPER")
+        pw = same_pads(w, kernel[1], strides[1], dil[1], auto_pad == "SAME_UPPER")
+        p = (ph[0], pw[0], ph[1], pw[1])
+    elif auto_pad in ("NOTSET", "VALID"):
+        p = tuple(pads) if pads and auto_pad == "NOTSET" else (0, 0, 0, 0)
+    else:
+        raise b.unsupported(f"auto_pad {auto_pad!r}")
+    return Window(kernel, strides, dil, p, bool(ceil_mode))
+
+
+@converter("Conv")
+def conv(b: Builder, X, W, B=None, *, auto_pad="NOTSET", dilations=None, group=1, kernel_shape=None,
+         pads=None, strides=None):
+    w = b.const(W, "weights")
+    if w.ndim != 4:
+        raise b.unsupported(f"only 2-D convolution is supported (weights of rank {w.ndim})")
+    x = b.nhwc(X)
+    cin = b.shape(x)[3]
+    win = _window(b, x, kernel_shape or w.shape[2:], strides, dilations, pads, auto_pad)
+    bias = b.const(B, "bias") if B else np.zeros(w.shape[0], np.float32)
+    cout = w.shape[0]
+    if group == 1 or group != cin or cout % cin:
+        if cin % group or cout % group:
+            raise b.unsupported(f"group {group} does not divide {cin} input / {cout} output channels")
+        args = [x, b.add_const("w", w.transpose(0, 2, 3, 1)), b.add_const("b", bias)]
+        return b.emit(OpKind.CONV2D, args, Conv2DAttrs(win, group, NO_ACT), nhwc=True)
+    dw = w.transpose(1, 2, 3, 0)  # [Cout,1,KH,KW] -> [1,KH,KW,Cout]; oc = ic*mult + m as ONNX
+    attrs = DepthwiseConv2DAttrs(win, cout // cin, NO_ACT)
+    return b.emit(OpKind.DEPTHWISE_CONV2D, [x, b.add_const("w", dw), b.add_const("b", bias)], attrs, nhwc=True)
+
+
+@converter("Gemm")
+def gemm(b: Builder, A, B, C=None, *, alpha=1.0, beta=1.0, transA=0, transB=0):
+    if transA:
+        raise b.unsupported("transA=1 on an activation input")
+    w = b.const(B, "B") * np.float32(alpha)
+    w = w if transB else w.T
+    n = w.shape[0]
+    bias = np.zeros(n, np.float32)
+    if C:
+        c = b.const(C, "C") * np.float32(beta)
+        if c.size not in (1, n) or (c.ndim == 2 and c.shape[-1] != c.size):
+            raise b.unsupported(f"bias C of shape {list(c.shape)} (needs [N], [1] or [1,N])")
+        bias = np.broadcast_to(c.reshape(-1), (n,)).astype(np.float32)  # aligns with N (BL-16)
+    x = b.onnx_order(A)
+    if len(b.shape(x)) != 2:
+        raise b.unsupported(f"input of rank {len(b.shape(x))} (Gemm needs 2-D)")
+    args = [x, b.add_const("w", np.ascontiguousarray(w)), b.add_const("b", bias)]
+    return b.emit(OpKind.FULLY_CONNECTED, args, FullyConnectedAttrs(NO_ACT))
+
+
+@converter("MatMul")
+def matmul(b: Builder, A, B):
+    w = b.const(B, "B")
+    x = b.onnx_order(A)
+    if w.ndim != 2 or len(b.shape(x)) != 2:
+        raise b.unsupported("only [M,K] x constant [K,N] MatMul is supported")
+    args = [x, b.add_const("w", np.ascontiguousarray(w.T)), b.add_const("b", np.zeros(w.shape[1], np.float32))]
+    return b.emit(OpKind.FULLY_CONNECTED, args, FullyConnectedAttrs(NO_ACT))
+
+
+@converter("Relu")
+def relu(b: Builder, X):
+    return b.emit(OpKind.CLAMP, [b.any_layout(X)], ClampAttrs(0.0, math.inf), nhwc=b.is_nhwc(X))
+
+
+@converter("Clip")
+def clip(b: Builder, X, min=None, max=None):  # noqa: A002 - ONNX input names
+    lo = float(b.const(min, "min")) if isinstance(min, str) and min else (-math.inf if min in (None, "") else min)
+    hi = float(b.const(max, "max")) if isinstance(max, str) and max else (math.inf if max in (None, "") else max)
+    return b.emit(OpKind.CLAMP, [b.any_layout(X)], ClampAttrs(float(lo), float(hi)), nhwc=b.is_nhwc(X))
+
+
+@converter("Add")
+def add(b: Builder, A, B):
+    if b.is_const(A) or b.is_const(B):
+        raise b.unsupported("Add with a constant operand (needs broadcast support, issue 4)")
+    nhwc = b.is_nhwc(A) and b.is_nhwc(B)
+    xa, xb = (b.nhwc(A), b.nhwc(B)) if nhwc else (b.onnx_order(A), b.onnx_order(B))
+    if b.shape(xa) != b.shape(xb):
+        raise b.unsupported(f"broadcast Add {list(b.shape(xa))} + {list(b.shape(xb))} (issue 4)")
+    return b.emit(OpKind.ADD, [xa, xb], AddAttrs(NO_ACT), nhwc=nhwc)
+
+
+@converter("AveragePool")
+def average_pool(b: Builder, X, *, auto_pad="NOTSET", ceil_mode=0, count_include_pad=0, kernel_shape=None,
+                 pads=None, strides=None, dilations=None):
+    if dilations and any(d != 1 for d in dilations):
+        raise b.unsupported("dilated AveragePool")
+    x = b.nhwc(X)
+    win = _window(b, x, kernel_shape, strides, None, pads, auto_pad, ceil_mode)
+    return b.emit(OpKind.AVG_POOL2D, [x], Pool2DAttrs(win, bool(count_include_pad), NO_ACT), nhwc=True)
+
+
+@converter("MaxPool")
+def max_pool(b: Builder, X, *, auto_pad="NOTSET", ceil_mode=0, dilations=None, kernel_shape=None, pads=None,
+             storage_order=0, strides=None):
+    if dilations and any(d != 1 for d in dilations):
+        raise b.unsupported("dilated MaxPool")
+    x = b.nhwc(X)
+    win = _window(b, x, kernel_shape, strides, None, pads, auto_pad, ceil_mode)
+    return b.emit(OpKind.MAX_POOL2D, [x], Pool2DAttrs(win, False, NO_ACT), nhwc=True)
+
+
+@converter("GlobalAveragePool")
+def global_average_pool(b: Builder, X):
+    x = b.nhwc(X)
+    _, h, w, _ = b.shape(x)
+    return b.emit(OpKind.AVG_POOL2D, [x], Pool2DAttrs(Window((h, w)), False, NO_ACT), nhwc=True)
+
+
+@converter("BatchNormalization")
+def batch_normalization(b: Builder, X, scale, B, input_mean, input_var, *, epsilon=1e-5, momentum=0.9,
+                        training_mode=0, spatial=1):
+    if training_mode:
+        raise b.unsupported("training_mode=1")
+    params = [b.add_const(n, b.const(v, n)) for n, v in
+              (("scale", scale), ("bias", B), ("mean", input_mean), ("var", input_var))]
+    x = b.nhwc(X) if len(b.onnx_shape(X)) == 4 else b.onnx_order(X)
+    return b.emit(OpKind.BATCH_NORM, [x, *params], BatchNormAttrs(float(epsilon)), nhwc=b.is_nhwc_name(x))
+
+
+@converter("Flatten")
+def flatten(b: Builder, input, *, axis=1):  # noqa: A002
+    shape = b.onnx_shape(input)
+    axis = axis % len(shape) if axis < 0 else axis
+    new = (int(np.prod(shape[:axis], dtype=np.int64)), int(np.prod(shape[axis:], dtype=np.int64)))
+    return b.emit(OpKind.RESHAPE, [b.onnx_order(input)], ReshapeAttrs(new))
+
+
+@converter("Reshape")
+def reshape(b: Builder, data, shape, *, allowzero=0):
+    target = [int(s) for s in b.const(shape, "shape")]
+    src = b.onnx_shape(data)
+    target = [src[i] if s == 0 and not allowzero else s for i, s in enumerate(target)]
+    if -1 in target:
+        known = int(np.prod([s for s in target if s != -1], dtype=np.int64))
+        target[target.index(-1)] = int(np.prod(src, dtype=np.int64)) // known
+    return b.emit(OpKind.RESHAPE, [b.onnx_order(data)], ReshapeAttrs(tuple(target)))
+
+
+@converter("Squeeze", "Unsqueeze")
+def squeeze(b: Builder, data, axes=None):
+    src = b.onnx_shape(data)
+    ax = [int(a) for a in (b.const(axes, "axes") if isinstance(axes, str) else axes or [])]
+    if b.op_type == "Squeeze":
+        ax = [a % len(src) for a in ax] or [i for i, s in enumerate(src) if s == 1]
+        new = tuple(s for i, s in enumerate(src) if i not in ax)
+    else:
+        new_l = list(src)
+        for a in sorted(a % (len(src) + len(ax)) for a in ax):
+            new_l.insert(a, 1)
+        new = tuple(new_l)
+    return b.emit(OpKind.RESHAPE, [b.onnx_order(data)], ReshapeAttrs(new))
+
+
+@converter("Softmax")
+def softmax(b: Builder, input, *, axis=None):  # noqa: A002
+    shape = b.onnx_shape(input)
+    default = -1 if b.opset >= 13 else 1
+    ax = (default if axis is None else axis) % len(shape)
+    if b.opset < 13 and ax != len(shape) - 1 and any(s != 1 for s in shape[ax + 1:]):
+        raise b.unsupported(f"coerced-2D Softmax over axes {ax}.. (only the last axis)")
+    if b.opset >= 13 and ax != len(shape) - 1:
+        raise b.unsupported(f"Softmax over axis {ax} (only the last axis)")
+    return b.emit(OpKind.SOFTMAX, [b.onnx_order(input)], SoftmaxAttrs(1.0))
+
+
+@converter("Transpose")
+def transpose(b: Builder, data, *, perm=None):
+    rank = len(b.onnx_shape(data))
+    perm = tuple(perm) if perm else tuple(reversed(range(rank)))
+    return b.emit(OpKind.TRANSPOSE, [b.onnx_order(data)], TransposeAttrs(perm))
+
+
+@converter("Identity", "Dropout")
+def identity(b: Builder, input, ratio=None, training_mode=None, *, seed=None):  # noqa: A002
+    return b.alias(input)
+
+
+def load_onnx(path: str | Path, input_shapes: dict[str, tuple[int, ...]] | None = None) -> Graph:
+    """Read an ONNX model (opset >= 11, float32) into a float Graph with NHWC activations.
+
+    input_shapes overrides/sets the shape of graph inputs (needed for dynamic dimensions).
+    Raises InputError (missing/unreadable file, dynamic shape without override, non-float
+    input) and UnsupportedModel (listing every unsupported node at once).
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"{path}: no such model file")
+    try:
+        model = onnx.load(str(path))
+    except Exception as e:  # onnx raises DecodeError, ValueError, ... on non-ONNX bytes
+        raise InputError(f"{path}: not an ONNX model ({type(e).__name__}); pass a .onnx file") from None
+    opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 0)
+    if opset < 11:
+        raise InputError(f"{path}: opset {opset} is too old (need >= 11); re-export the model")
+    missing = sorted({f"{n.name or '?'} ({n.op_type})" for n in model.graph.node if n.op_type not in CONVERTERS})
+    if missing:
+        raise UnsupportedModel(
+            f"{path}: unsupported ONNX ops: {', '.join(missing)}; supported: {', '.join(sorted(CONVERTERS))}")
+    b = Builder(path, opset, model.graph.name or path.stem)
+    for init in model.graph.initializer:
+        b.consts[init.name] = numpy_helper.to_array(init)
+    for inp in model.graph.input:
+        if inp.name not in b.consts:
+            b.add_input(inp.name, _input_shape(path, inp, (input_shapes or {}).get(inp.name)), _elem_type(path, inp))
+    for node in model.graph.node:
+        b.convert(node, CONVERTERS[node.op_type])
+    return b.finish([o.name for o in model.graph.output])
+
+
+def _input_shape(path: Path, inp, override) -> tuple[int, ...]:
+    if override is not None:
+        return tuple(int(s) for s in override)
+    dims = inp.type.tensor_type.shape.dim
+    shape = tuple(d.dim_value if d.HasField("dim_value") else 0 for d in dims)
+    if any(s <= 0 for s in shape):
+        raise InputError(f"{path}: input {inp.name!r} has a dynamic dimension {[d.dim_param or d.dim_value for d in dims]}; "
+                         f"set `input_shapes: {{{inp.name}: [...]}}` in the YAML")
+    return shape
+
+
+def _elem_type(path: Path, inp) -> DType:
+    if inp.type.tensor_type.elem_type != onnx.TensorProto.FLOAT:
+        raise InputError(f"{path}: input {inp.name!r} is not float32; quantized ONNX input arrives with issue 4")
+    return DType.FLOAT32

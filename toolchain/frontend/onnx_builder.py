@@ -1,0 +1,162 @@
+"""The state the ONNX converters share: ONNX value -> IR tensor (with its layout), constants,
+emitted nodes, and the per-node context used in error messages.
+
+Owns the NCHW<->NHWC bookkeeping: `nhwc(v)` and `onnx_order(v)` return an IR tensor in the
+wanted layout, inserting (and caching) a Transpose when needed.
+"""
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from onnx import helper
+
+from toolchain.errors import UnsupportedModel
+from toolchain.ir import DType, Graph, Node, Tensor
+from toolchain.ir.graph import fresh_name
+from toolchain.ops.registry import OpKind, opdef
+from toolchain.ops.shape_ops import TransposeAttrs
+
+TO_NHWC = (0, 2, 3, 1)
+TO_NCHW = (0, 3, 1, 2)
+
+
+@dataclass(frozen=True)
+class Val:
+    """An ONNX value as the IR holds it: the IR tensor name and whether it is stored NHWC."""
+
+    name: str
+    nhwc: bool
+
+
+class Builder:
+    """Accumulates IR tensors and nodes while converters run over the ONNX nodes in order."""
+
+    def __init__(self, path: Path, opset: int, name: str) -> None:
+        self.path, self.opset, self.name = path, opset, name
+        self.consts: dict[str, np.ndarray] = {}
+        self.vals: dict[str, Val] = {}
+        self.tensors: dict[str, Tensor] = {}
+        self.nodes: list[Node] = []
+        self.inputs: list[str] = []
+        self._cache: dict[tuple[str, tuple[int, ...]], str] = {}
+        self.node: Any = None
+        self.op_type = ""
+
+    # -- errors and context ------------------------------------------------------------------
+    def unsupported(self, what: str) -> UnsupportedModel:
+        """An error naming the file, the node and its op; the caller raises it."""
+        return UnsupportedModel(f"{self.path}: node {self.node.name or '?'} ({self.op_type}): unsupported {what}")
+
+    def convert(self, node: Any, fn: Callable[..., Any]) -> None:
+        """Run one converter on one ONNX node, mapping inputs positionally and attributes by name."""
+        self.node, self.op_type = node, node.op_type
+        attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+        attrs = {k: (v.decode() if isinstance(v, bytes) else v) for k, v in attrs.items()}
+        params = inspect.signature(fn).parameters
+        unknown = sorted(set(attrs) - set(params))
+        if unknown:
+            raise self.unsupported(f"attribute(s) {', '.join(unknown)}")
+        if len(node.input) > len(params) - 1 - sum(p.kind == p.KEYWORD_ONLY for p in params.values()):
+            raise self.unsupported(f"number of inputs ({len(node.input)})")
+        fn(self, *node.input, **attrs)
+
+    # -- values ------------------------------------------------------------------------------
+    def is_const(self, name: str) -> bool:
+        return name in self.consts
+
+    def const(self, name: str, what: str) -> np.ndarray:
+        if name not in self.consts:
+            raise self.unsupported(f"non-constant {what} input {name!r} (must be an initializer)")
+        return np.asarray(self.consts[name])
+
+    def val(self, name: str) -> Val:
+        if name not in self.vals:
+            raise self.unsupported(f"input {name!r} (constant where an activation is expected)")
+        return self.vals[name]
+
+    def shape(self, ir_name: str) -> tuple[int, ...]:
+        return self.tensors[ir_name].shape
+
+    def onnx_shape(self, name: str) -> tuple[int, ...]:
+        v = self.val(name)
+        s = self.shape(v.name)
+        return tuple(s[i] for i in TO_NCHW) if v.nhwc else s
+
+    def is_nhwc(self, name: str) -> bool:
+        return self.val(name).nhwc
+
+    def is_nhwc_name(self, ir_name: str) -> bool:
+        return any(v.nhwc for v in self.vals.values() if v.name == ir_name)
+
+    def any_layout(self, name: str) -> str:
+        return self.val(name).name
+
+    def nhwc(self, name: str) -> str:
+        v = self.val(name)
+        if v.nhwc:
+            return v.name
+        if len(self.shape(v.name)) != 4:
+            raise self.unsupported(f"input {name!r} of rank {len(self.shape(v.name))} (needs 4-D NCHW)")
+        return self._transpose(v.name, TO_NHWC)
+
+    def onnx_order(self, name: str) -> str:
+        v = self.val(name)
+        return self._transpose(v.name, TO_NCHW) if v.nhwc else v.name
+
+    def _transpose(self, ir_name: str, perm: tuple[int, ...]) -> str:
+        key = (ir_name, perm)
+        if key not in self._cache:
+            out = fresh_name(self.tensors, f"{ir_name}_{'nhwc' if perm == TO_NHWC else 'nchw'}")
+            self._add_node(OpKind.TRANSPOSE, [ir_name], TransposeAttrs(perm), out)
+            self._cache[key] = out
+        return self._cache[key]
+
+    # -- emission ----------------------------------------------------------------------------
+    def add_input(self, name: str, shape: tuple[int, ...], dtype: DType) -> None:
+        self.tensors[name] = Tensor(name, shape, dtype)
+        self.inputs.append(name)
+        self.vals[name] = Val(name, False)
+
+    def add_const(self, suffix: str, data: np.ndarray) -> str:
+        base = self.node.output[0] if self.node is not None else "const"
+        name = fresh_name(self.tensors, f"{base}_{suffix}")
+        arr = np.ascontiguousarray(data, dtype=np.float32)
+        self.tensors[name] = Tensor(name, tuple(arr.shape), DType.FLOAT32, None, arr)
+        return name
+
+    def emit(self, kind: OpKind, args: list[str], attrs: Any, nhwc: bool = False) -> str:
+        """Append an IR node computing the current ONNX node's first output."""
+        out = self.node.output[0]
+        self._add_node(kind, args, attrs, out)
+        self.vals[out] = Val(out, nhwc)
+        return out
+
+    def alias(self, name: str) -> None:
+        self.vals[self.node.output[0]] = self.val(name)
+
+    def _add_node(self, kind: OpKind, args: list[str], attrs: Any, out: str) -> None:
+        node = Node(out if out not in {n.name for n in self.nodes} else fresh_name([n.name for n in self.nodes], out),
+                    kind, tuple(args), (out,), attrs, source=(self.node.name if self.node is not None else ""))
+        probe = Graph(self.name, (node,), self.tensors, tuple(self.inputs), ())
+        try:
+            (shape,) = opdef(node).infer_shapes(node, probe)
+        except ValueError as e:
+            raise self.unsupported(f"shapes: {e}") from None
+        dtype = self.tensors[args[0]].dtype
+        self.tensors[out] = Tensor(out, tuple(int(s) for s in shape), dtype)
+        self.nodes.append(node)
+
+    def finish(self, outputs: list[str]) -> Graph:
+        self.node = None
+        outs = []
+        for o in outputs:
+            if o not in self.vals:
+                raise UnsupportedModel(f"{self.path}: graph output {o!r} is a constant")
+            outs.append(self.onnx_order(o))
+        return Graph(self.name, tuple(self.nodes), self.tensors, tuple(self.inputs), tuple(outs),
+                     meta={"source": str(self.path), "opset": self.opset})

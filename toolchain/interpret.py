@@ -1,0 +1,49 @@
+"""The numpy reference interpreter: walks a Graph in order and calls each op's reference.
+
+It is the oracle (architecture P8): calibration runs it on float graphs, pass tests compare
+before/after with it, and every generated C output must equal it bit for bit on int8 graphs.
+A node whose output tensor is int8 runs `reference_s8`, otherwise `reference_f32`.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+
+import toolchain.ops  # noqa: F401 - registers the ops
+from toolchain.ir import DType, Graph
+from toolchain.ops.registry import opdef
+
+
+def interpret(graph: Graph, inputs: Mapping[str, np.ndarray], keep_all: bool = False) -> dict[str, np.ndarray]:
+    """Run the graph on one set of inputs.
+
+    inputs: graph input name -> array of the input tensor's shape and dtype.
+    Returns the graph outputs by name (every activation too when keep_all).
+    Raises ValueError when an input is missing or has the wrong shape.
+    """
+    env: dict[str, np.ndarray] = {}
+    for name in graph.inputs:
+        t = graph.t(name)
+        if name not in inputs:
+            raise ValueError(f"missing graph input {name!r}")
+        arr = np.asarray(inputs[name])
+        if tuple(arr.shape) != t.shape:
+            raise ValueError(f"input {name!r} has shape {list(arr.shape)}, expected {list(t.shape)}")
+        env[name] = arr.astype(t.dtype.np)
+    for node in graph.nodes:
+        ins = [(graph.t(i).data if graph.t(i).is_const else env[i]) if i else None for i in node.inputs]
+        op = opdef(node)
+        quantized = graph.t(node.outputs[0]).dtype == DType.INT8
+        outs = (op.reference_s8 if quantized else op.reference_f32)(node, graph, ins)
+        for name, val in zip(node.outputs, outs, strict=True):
+            env[name] = val
+    return env if keep_all else {o: env[o] for o in graph.outputs}
+
+
+def interpret_batch(graph: Graph, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Run the graph once per sample: inputs[name] has a leading sample axis [S, *input shape].
+    Returns outputs stacked the same way."""
+    n = len(next(iter(inputs.values())))
+    runs = [interpret(graph, {k: v[i] for k, v in inputs.items()}) for i in range(n)]
+    return {o: np.stack([r[o] for r in runs]) for o in graph.outputs}

@@ -1,0 +1,35 @@
+"""Kernel selection: one KernelVariant per node for the target, the first in the target's
+kernel preference order whose predicate accepts the node (CMSIS-NN's wrapper logic, moved into
+the compiler so the emitted C has no ISA #if ladders)."""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from toolchain.errors import UnsupportedModel
+from toolchain.ir import Graph
+from toolchain.ops.registry import KernelVariant, opdef
+
+
+def select_kernels(graph: Graph, preference: Sequence[str]) -> dict[str, KernelVariant]:
+    """node name -> chosen variant; views (Reshape) get none. `preference` lists ISA folders,
+    e.g. ("dsp", "portable"); portable is always the last resort."""
+    order = [*preference, *(["portable"] if "portable" not in preference else [])]
+    chosen = {}
+    for node in graph.nodes:
+        op = opdef(node)
+        if op.is_view:
+            continue
+        for isa in order:
+            v = next((v for v in op.variants if v.isa == isa and v.applies(node, graph)), None)
+            if v is not None:
+                chosen[node.name] = v
+                break
+        else:
+            raise UnsupportedModel(f"node {node.source or node.name} ({node.op.value}): no kernel variant applies")
+    return chosen
+
+
+def scratch_sizes(graph: Graph, variants: dict[str, KernelVariant]) -> dict[str, int]:
+    """node name -> scratch bytes its chosen kernel needs (0 for none)."""
+    by_name = {n.name: n for n in graph.nodes}
+    return {name: v.scratch_bytes(by_name[name], graph) for name, v in variants.items()}

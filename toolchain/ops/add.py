@@ -1,0 +1,78 @@
+"""Add: the int8 reference semantics of element-wise addition; TFLite int8 spec, TFLM
+reference_integer_ops::AddFunc with the parameters of micro/kernels/add_common.cc.
+
+Owns `add_s8`. Parameters come from fixed_point.add_params. Unlike TFLite, an output multiplier
+>= 1 is supported (positive output shift, saturating; BL-02): we use the general
+MultiplyByQuantizedMultiplier everywhere, which equals TFLite's ...SmallerThanOneExp for shift <= 0.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from toolchain.ops.fixed_point import AddParams, multiply_by_quantized_multiplier, requantize_s8, wrap_int32
+from dataclasses import dataclass
+from toolchain.ir import Graph, Node
+from toolchain.ops.common import NO_ACT, act_range_s8, apply_act_f32
+from toolchain.ops.fixed_point import add_params
+from toolchain.ops.registry import CArg, Cost, OpDef, OpKind, portable, register
+
+
+def add_s8(x1: np.ndarray, x2: np.ndarray, p: AddParams, act_min: int = -128, act_max: int = 127) -> np.ndarray:
+    """int8 element-wise add (TFLM reference_integer_ops::AddFunc).
+
+    x1, x2: int8 arrays of one shape (numpy broadcasting is accepted; the C kernel takes equal
+    sizes only). Per element: v_i = (x_i + offset_i) << left_shift; s_i = MBQM(v_i, mult_i, shift_i);
+    out = MBQM(s1 + s2, output_mult, output_shift) + output_offset, clamped -> int8.
+    """
+    try:
+        shape = np.broadcast_shapes(np.shape(x1), np.shape(x2))
+    except ValueError:
+        raise ValueError(f"add inputs {np.shape(x1)} and {np.shape(x2)} do not broadcast") from None
+    a = np.broadcast_to(np.asarray(x1, np.int64), shape)
+    b = np.broadcast_to(np.asarray(x2, np.int64), shape)
+    s1 = multiply_by_quantized_multiplier((a + p.input1_offset) << p.left_shift, p.input1_mult, p.input1_shift)
+    s2 = multiply_by_quantized_multiplier((b + p.input2_offset) << p.left_shift, p.input2_mult, p.input2_shift)
+    # int32 sum as in C; with |input| <= 255 << 20 scaled by <= 0.5 it cannot actually wrap.
+    return requantize_s8(wrap_int32(s1 + s2), p.output_mult, p.output_shift, p.output_offset, act_min, act_max)
+
+
+# ---- IR glue: attrs, shapes, float semantics, kernel call -----------------------------------
+@dataclass(frozen=True)
+class AddAttrs:
+    """Add of two same-shape tensors (ONNX Add-14 without broadcast, TFLite ADD), fused activation."""
+
+    act: tuple[float, float] = NO_ACT
+
+
+def _params(node: Node, graph: Graph):
+    a, b, y = (graph.t(n).quant for n in (*node.inputs[:2], node.outputs[0]))
+    return add_params(a.s, a.zp, b.s, b.zp, y.s, y.zp), act_range_s8(node.attrs.act, y)
+
+
+@register(OpKind.ADD)
+class Add(OpDef):
+    variants = (portable("add"),)
+
+    def infer_shapes(self, node: Node, graph: Graph) -> list[tuple[int, ...]]:
+        a, b = (graph.t(n).shape for n in node.inputs[:2])
+        if a != b:
+            raise ValueError(f"shapes {list(a)} and {list(b)} differ (no broadcast yet)")
+        return [a]
+
+    def reference_f32(self, node: Node, graph: Graph, ins: list[np.ndarray]) -> list[np.ndarray]:
+        return [apply_act_f32((ins[0] + ins[1]).astype(np.float32), node.attrs.act)]
+
+    def reference_s8(self, node: Node, graph: Graph, ins: list[np.ndarray]) -> list[np.ndarray]:
+        p, (lo, hi) = _params(node, graph)
+        return [add_s8(ins[0], ins[1], p, lo, hi)]
+
+    def kernel_args(self, node: Node, graph: Graph) -> list[CArg]:
+        p, (lo, hi) = _params(node, graph)
+        ints = [p.input1_offset, p.input1_mult, p.input1_shift, p.input2_offset, p.input2_mult, p.input2_shift,
+                p.left_shift, p.output_offset, p.output_mult, p.output_shift, lo, hi, graph.t(node.outputs[0]).size]
+        return [*map(CArg.lit, ints), CArg("act", node.inputs[0]), CArg("act", node.inputs[1]),
+                CArg("act", node.outputs[0])]
+
+    def cost(self, node: Node, graph: Graph) -> Cost:
+        c = super().cost(node, graph)
+        return Cost(graph.t(node.outputs[0]).size, 0, c.act_read_bytes, c.act_write_bytes)

@@ -1,0 +1,120 @@
+"""Pieces shared by several op modules: window geometry, fused activations, the weight and
+bias quantization rules of the TFLite int8 spec, and a float NHWC convolution.
+
+Op-specific semantics stay in the op modules; this file holds only what two or more share.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from toolchain.ir import DType, Graph, Node, QuantParams, Tensor
+
+NO_ACT = (-math.inf, math.inf)
+
+
+@dataclass(frozen=True)
+class Window:
+    """A 2-D sliding window: kernel (kh, kw), stride, dilation, pads (top, left, bottom, right)."""
+
+    kernel: tuple[int, int]
+    stride: tuple[int, int] = (1, 1)
+    dilation: tuple[int, int] = (1, 1)
+    pads: tuple[int, int, int, int] = (0, 0, 0, 0)
+    ceil_mode: bool = False
+
+    def out_hw(self, in_h: int, in_w: int) -> tuple[int, int]:
+        """Output height and width (ONNX Conv/Pool rule; with ceil_mode a window starting in the
+        end padding is dropped, ONNX PR 5741)."""
+        res = []
+        for i, size in enumerate((in_h, in_w)):
+            eff = (self.kernel[i] - 1) * self.dilation[i] + 1
+            span = size + self.pads[i] + self.pads[i + 2] - eff
+            if self.ceil_mode:
+                out = -(-span // self.stride[i]) + 1
+                if (out - 1) * self.stride[i] >= size + self.pads[i]:
+                    out -= 1
+            else:
+                out = span // self.stride[i] + 1
+            if out <= 0:
+                raise ValueError(f"window {self.kernel} does not fit input {in_h}x{in_w}")
+            res.append(out)
+        return res[0], res[1]
+
+
+def same_pads(in_size: int, kernel: int, stride: int, dilation: int, upper: bool = True) -> tuple[int, int]:
+    """(before, after) padding of TF SAME / ONNX SAME_UPPER (extra at the end) or SAME_LOWER."""
+    eff = (kernel - 1) * dilation + 1
+    total = max((-(-in_size // stride) - 1) * stride + eff - in_size, 0)
+    small = total // 2
+    return (small, total - small) if upper else (total - small, small)
+
+
+def apply_act_f32(y: np.ndarray, act: tuple[float, float]) -> np.ndarray:
+    """Clamp a float tensor to a fused activation's range."""
+    return np.clip(y, act[0], act[1]) if act != NO_ACT else y
+
+
+def act_range_s8(act: tuple[float, float], q: QuantParams) -> tuple[int, int]:
+    """int8 clamp bounds of a fused activation (TFLite CalculateActivationRangeQuantized)."""
+    from toolchain.ops.fixed_point import activation_range
+
+    return activation_range(act, q.s, q.zp)
+
+
+def conv_f32(x: np.ndarray, w: np.ndarray, b: np.ndarray | None, win: Window, groups: int) -> np.ndarray:
+    """Float convolution, NHWC input, OHWI weights (I = Cin / groups) -> NHWC output (ONNX Conv-11
+    semantics after layout change)."""
+    n, h, wd, cin = x.shape
+    cout, kh, kw, gin = w.shape
+    oh, ow = win.out_hw(h, wd)
+    pt, pl, pb, pr = win.pads
+    xp = np.pad(x.astype(np.float64), ((0, 0), (pt, pb), (pl, pr), (0, 0)))
+    gout = cout // groups
+    y = np.zeros((n, oh, ow, cout), np.float64)
+    sh, sw = win.stride
+    dh, dw = win.dilation
+    for ky in range(kh):
+        for kx in range(kw):
+            tap = xp[:, ky * dh: ky * dh + (oh - 1) * sh + 1: sh, kx * dw: kx * dw + (ow - 1) * sw + 1: sw, :]
+            for g in range(groups):
+                xs = tap[..., g * gin:(g + 1) * gin]
+                ws = w[g * gout:(g + 1) * gout, ky, kx, :].astype(np.float64)
+                y[..., g * gout:(g + 1) * gout] += xs @ ws.T
+    if b is not None:
+        y += b
+    return y.astype(np.float32)
+
+
+def quantize_weights(graph: Graph, name: str, axis: int) -> Graph:
+    """Symmetric per-channel int8 weights in [-127, 127] along `axis` (TFLite int8 spec).
+    A channel that is all zero gets scale 1.0 so no multiplier or bias scale is 0 or inf (BL-18)."""
+    t = graph.t(name)
+    w = t.data.astype(np.float64)
+    red = tuple(i for i in range(w.ndim) if i != axis)
+    amax = np.max(np.abs(w), axis=red)
+    scale = np.where(amax > 0, amax / 127.0, 1.0).astype(np.float32).astype(np.float64)
+    shape = [1] * w.ndim
+    shape[axis] = -1
+    q = np.clip(np.round(w / scale.reshape(shape)), -127, 127).astype(np.int8)
+    qp = QuantParams(tuple(float(s) for s in scale), (0,) * len(scale), axis)
+    return graph.with_tensor(Tensor(name, t.shape, DType.INT8, qp, q))
+
+
+def quantize_bias(graph: Graph, name: str, in_scale: float, w_scale: tuple[float, ...]) -> Graph:
+    """int32 bias with scale in_scale * w_scale[c], zero point 0 (TFLite int8 spec)."""
+    t = graph.t(name)
+    scale = np.asarray(w_scale, np.float64) * in_scale
+    q = np.clip(np.round(t.data.astype(np.float64) / scale), -(2**31), 2**31 - 1).astype(np.int32)
+    qp = QuantParams(tuple(float(s) for s in scale), (0,) * len(scale), 0)
+    return graph.with_tensor(Tensor(name, t.shape, DType.INT32, qp, q))
+
+
+def requant_arrays(in_scale: float, w_scale: tuple[float, ...], out_scale: float) -> tuple[np.ndarray, np.ndarray]:
+    """Per-channel (multiplier, shift) int32 arrays for real = in_scale * w_scale[c] / out_scale."""
+    from toolchain.ops.fixed_point import quantize_multiplier
+
+    pairs = [quantize_multiplier(in_scale * ws / out_scale) for ws in w_scale]
+    return np.array([p[0] for p in pairs], np.int32), np.array([p[1] for p in pairs], np.int32)

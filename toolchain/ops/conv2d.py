@@ -1,0 +1,145 @@
+"""Conv2D: the int8 reference semantics of a (grouped, dilated) 2-D convolution; TFLite int8 spec,
+TFLM reference_integer_ops::ConvPerChannel.
+
+Owns: `conv2d_s8` (the numpy oracle) and `im2col_s8_offset`, the patch gatherer shared with the
+depthwise reference. Layout NHWC activations, OHWI weights (I = Cin / groups). Taps outside the
+input are skipped, i.e. read as the input zero point (BL-07). Not here: float conv (common.py),
+parameter preparation (fixed_point.py), C code (c_templates/).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from toolchain.ops.fixed_point import requantize_s8, wrap_int32
+from dataclasses import dataclass
+from toolchain.ir import Graph, Node
+from toolchain.ops.common import NO_ACT, Window, act_range_s8, apply_act_f32, conv_f32, quantize_bias, quantize_weights, requant_arrays
+from toolchain.ops.registry import CArg, Cost, OpDef, OpKind, portable, register
+
+
+def _check_geometry(x: np.ndarray, kernel: tuple[int, int], stride, pad, dilation, out_hw) -> None:
+    if x.ndim != 4:
+        raise ValueError(f"input must be NHWC (4-D), got shape {x.shape}")
+    if min(stride) < 1 or min(dilation) < 1 or min(pad) < 0 or min(out_hw) < 1 or min(kernel) < 1:
+        raise ValueError(f"bad geometry: kernel {kernel} stride {stride} pad {pad} dilation {dilation} out {out_hw}")
+
+
+def im2col_s8_offset(x: np.ndarray, kernel: tuple[int, int], *, stride, pad, dilation, out_hw,
+                     input_offset: int) -> np.ndarray:
+    """Patches of (x + input_offset) as int64 [N, OH, OW, KH, KW, C]; taps outside the input are 0
+    (so they add nothing to the accumulator, exactly like TFLM's skipped taps).
+
+    The bottom/right padding is whatever out_hw needs; windows are anchored at
+    oh*stride - pad_top (TFLM in_y_origin)."""
+    _check_geometry(x, kernel, stride, pad, dilation, out_hw)
+    n, h, w, c = x.shape
+    (kh, kw), (sh, sw), (pt, pl), (dh, dw), (oh, ow) = kernel, stride, pad, dilation, out_hw
+    need_h = (oh - 1) * sh + (kh - 1) * dh + 1
+    need_w = (ow - 1) * sw + (kw - 1) * dw + 1
+    xp = np.zeros((n, max(need_h, pt + h), max(need_w, pl + w), c), np.int64)
+    xp[:, pt:pt + h, pl:pl + w, :] = x.astype(np.int64) + int(input_offset)
+    rows = (np.arange(oh) * sh)[:, None] + (np.arange(kh) * dh)[None, :]   # [OH, KH] padded coords
+    cols = (np.arange(ow) * sw)[:, None] + (np.arange(kw) * dw)[None, :]   # [OW, KW]
+    return xp[:, rows[:, None, :, None], cols[None, :, None, :], :]        # [N, OH, OW, KH, KW, C]
+
+
+def _as_per_channel(v, cout: int, name: str) -> np.ndarray:
+    v = np.asarray(v, np.int64).reshape(-1)
+    if v.size not in (1, cout):
+        raise ValueError(f"{name} has {v.size} entries, expected 1 or {cout}")
+    return np.broadcast_to(v, (cout,))
+
+
+def conv2d_s8(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, *, stride=(1, 1), pad=(0, 0),
+              dilation=(1, 1), out_hw, input_offset: int, output_offset: int, out_mult, out_shift,
+              act_min: int = -128, act_max: int = 127) -> np.ndarray:
+    """int8 grouped 2-D convolution (TFLite int8 spec, TFLM reference_integer_ops::ConvPerChannel).
+
+    x: int8 [N, H, W, Cin]; w: int8 [Cout, KH, KW, Cin/groups] (groups = Cin // w.shape[3]);
+    bias: int32 [Cout] or None; out_mult/out_shift: int32 [Cout] (or length 1, per-tensor).
+    stride/pad(top, left)/dilation/out_hw are (h, w) pairs. Output channel o reads input
+    channels g*Cg..(g+1)*Cg-1 with g = o // (Cout/groups).
+    acc = sum w * (x + input_offset) + bias (int32, wrapping as in C), then
+    MultiplyByQuantizedMultiplier (double rounding) + output_offset, clamp -> int8 [N, OH, OW, Cout].
+    Weight zero point is 0 (symmetric), as in TFLite's per-channel conv.
+    """
+    if w.ndim != 4:
+        raise ValueError(f"weights must be OHWI (4-D), got shape {w.shape}")
+    cout, kh, kw, cg = w.shape
+    if x.ndim != 4 or cg < 1 or x.shape[3] % cg:
+        raise ValueError(f"input channels {x.shape[-1] if x.ndim else '?'} not a multiple of weight channels {cg}")
+    groups = x.shape[3] // cg
+    if cout % groups:
+        raise ValueError(f"output channels {cout} not divisible by groups {groups}")
+    if bias is not None and np.shape(bias) != (cout,):
+        raise ValueError(f"bias shape {np.shape(bias)} != ({cout},)")
+    mult, shift = _as_per_channel(out_mult, cout, "out_mult"), _as_per_channel(out_shift, cout, "out_shift")
+
+    p = im2col_s8_offset(x, (kh, kw), stride=stride, pad=pad, dilation=dilation, out_hw=out_hw,
+                         input_offset=input_offset)
+    n, oh, ow = p.shape[:3]
+    # [M, G, K] patches and [G, K, Cout/G] weights, K ordered (KH, KW, Cg) on both sides.
+    p = p.reshape(n * oh * ow, kh, kw, groups, cg).transpose(0, 3, 1, 2, 4).reshape(-1, groups, kh * kw * cg)
+    wg = w.astype(np.int64).reshape(groups, cout // groups, kh * kw * cg).transpose(0, 2, 1)
+    # float64 matmul is exact: every product and partial sum is an integer far below 2^53.
+    acc = np.matmul(p.transpose(1, 0, 2).astype(np.float64), wg.astype(np.float64))  # [G, M, Cout/G]
+    acc = acc.transpose(1, 0, 2).reshape(n, oh, ow, cout).astype(np.int64)
+    if bias is not None:
+        acc = acc + np.asarray(bias, np.int64)
+    return requantize_s8(wrap_int32(acc), mult, shift, output_offset, act_min, act_max)
+
+
+# ---- IR glue: attrs, shapes, float semantics, quantization, kernel call ---------------------
+@dataclass(frozen=True)
+class Conv2DAttrs:
+    """Conv2D (ONNX Conv-11 with group, TFLite CONV_2D): window, groups, fused activation."""
+
+    window: Window
+    groups: int = 1
+    act: tuple[float, float] = NO_ACT
+
+
+def _s8_kwargs(node: Node, graph: Graph) -> dict:
+    x, w, y = graph.t(node.inputs[0]), graph.t(node.inputs[1]), graph.t(node.outputs[0])
+    mult, shift = requant_arrays(x.quant.s, w.quant.scale, y.quant.s)
+    lo, hi = act_range_s8(node.attrs.act, y.quant)
+    win = node.attrs.window
+    return dict(stride=win.stride, pad=win.pads[:2], dilation=win.dilation, out_hw=y.shape[1:3],
+                input_offset=-x.quant.zp, output_offset=y.quant.zp, out_mult=mult, out_shift=shift,
+                act_min=lo, act_max=hi)
+
+
+@register(OpKind.CONV2D)
+class Conv2D(OpDef):
+    variants = (portable("conv2d"),)
+
+    def infer_shapes(self, node: Node, graph: Graph) -> list[tuple[int, ...]]:
+        n, h, w, cin = graph.t(node.inputs[0]).shape
+        cout, _, _, gin = graph.t(node.inputs[1]).shape
+        if gin * node.attrs.groups != cin:
+            raise ValueError(f"weights expect {gin * node.attrs.groups} input channels, got {cin}")
+        return [(n, *node.attrs.window.out_hw(h, w), cout)]
+
+    def reference_f32(self, node: Node, graph: Graph, ins: list[np.ndarray]) -> list[np.ndarray]:
+        b = ins[2] if len(ins) > 2 else None
+        return [apply_act_f32(conv_f32(ins[0], ins[1], b, node.attrs.window, node.attrs.groups), node.attrs.act)]
+
+    def quantize_constants(self, node: Node, graph: Graph) -> Graph:
+        graph = quantize_weights(graph, node.inputs[1], axis=0)
+        return quantize_bias(graph, node.inputs[2], graph.t(node.inputs[0]).quant.s, graph.t(node.inputs[1]).quant.scale)
+
+    def reference_s8(self, node: Node, graph: Graph, ins: list[np.ndarray]) -> list[np.ndarray]:
+        return [conv2d_s8(ins[0], ins[1], ins[2], **_s8_kwargs(node, graph))]
+
+    def kernel_args(self, node: Node, graph: Graph) -> list[CArg]:
+        k = _s8_kwargs(node, graph)
+        x, w, y = graph.t(node.inputs[0]), graph.t(node.inputs[1]), graph.t(node.outputs[0])
+        ints = [*k["stride"], *k["pad"], *k["dilation"], k["input_offset"], k["output_offset"], k["act_min"], k["act_max"]]
+        return [*map(CArg.lit, ints), CArg("array", k["out_mult"], "mult"), CArg("array", k["out_shift"], "shift"),
+                *map(CArg.lit, x.shape), CArg("act", x.name), *map(CArg.lit, w.shape[1:]), CArg("const", w.name),
+                CArg("const", node.inputs[2]), *map(CArg.lit, y.shape[1:]), CArg("act", y.name)]
+
+    def cost(self, node: Node, graph: Graph) -> Cost:
+        c = super().cost(node, graph)
+        w, y = graph.t(node.inputs[1]), graph.t(node.outputs[0])
+        return Cost(y.size * w.size // w.shape[0], c.weight_bytes, c.act_read_bytes, c.act_write_bytes)

@@ -1,0 +1,111 @@
+"""DepthwiseConv2D: the int8 reference semantics of a depthwise convolution with a depth
+multiplier; TFLite int8 spec, TFLM reference_integer_ops::DepthwiseConvPerChannel.
+
+Owns `depthwise_conv2d_s8`. Weights are TFLite's [1, KH, KW, Cin*mult] with output channel
+oc = ic*mult + m reading input channel ic (BL-10). Padding and skipped taps as in conv2d.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from toolchain.ops.conv2d import _as_per_channel, im2col_s8_offset
+from toolchain.ops.fixed_point import requantize_s8, wrap_int32
+from dataclasses import dataclass
+from toolchain.ir import Graph, Node
+from toolchain.ops.common import NO_ACT, Window, act_range_s8, apply_act_f32, conv_f32, quantize_bias, quantize_weights, requant_arrays
+from toolchain.ops.registry import CArg, Cost, OpDef, OpKind, portable, register
+
+
+def depthwise_conv2d_s8(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, *, stride=(1, 1),
+                        pad=(0, 0), dilation=(1, 1), out_hw, depth_multiplier: int, input_offset: int,
+                        output_offset: int, out_mult, out_shift, act_min: int = -128,
+                        act_max: int = 127) -> np.ndarray:
+    """int8 depthwise convolution (TFLM reference_integer_ops::DepthwiseConvPerChannel).
+
+    x: int8 [N, H, W, Cin]; w: int8 [1, KH, KW, Cin*depth_multiplier]; bias: int32 [Cout] or None;
+    out_mult/out_shift: int32 [Cout] (or length 1). acc[oc] = sum w[.., oc] * (x[.., oc // mult]
+    + input_offset) + bias[oc]; requantized with double rounding, + output_offset, clamped.
+    Returns int8 [N, OH, OW, Cin*depth_multiplier].
+    """
+    if w.ndim != 4 or w.shape[0] != 1:
+        raise ValueError(f"depthwise weights must be [1, KH, KW, C*mult], got shape {w.shape}")
+    if x.ndim != 4:
+        raise ValueError(f"input must be NHWC (4-D), got shape {x.shape}")
+    _, kh, kw, cout = w.shape
+    cin, mult = x.shape[3], int(depth_multiplier)
+    if mult < 1 or cin * mult != cout:
+        raise ValueError(f"weight channels {cout} != input channels {cin} x multiplier {mult}")
+    if bias is not None and np.shape(bias) != (cout,):
+        raise ValueError(f"bias shape {np.shape(bias)} != ({cout},)")
+    m, s = _as_per_channel(out_mult, cout, "out_mult"), _as_per_channel(out_shift, cout, "out_shift")
+
+    p = im2col_s8_offset(x, (kh, kw), stride=stride, pad=pad, dilation=dilation, out_hw=out_hw,
+                         input_offset=input_offset)                      # [N, OH, OW, KH, KW, Cin]
+    wk = w.reshape(kh, kw, cin, mult).astype(np.int64)
+    acc = np.einsum("nhwijc,ijcm->nhwcm", p, wk).reshape(p.shape[:3] + (cout,))
+    if bias is not None:
+        acc = acc + np.asarray(bias, np.int64)
+    return requantize_s8(wrap_int32(acc), m, s, output_offset, act_min, act_max)
+
+
+# ---- IR glue: attrs, shapes, float semantics, quantization, kernel call ---------------------
+@dataclass(frozen=True)
+class DepthwiseConv2DAttrs:
+    """DepthwiseConv2D (ONNX Conv with group == Cin, TFLite DEPTHWISE_CONV_2D); weights
+    [1, KH, KW, Cin * depth_multiplier], output channel oc = ic * depth_multiplier + m."""
+
+    window: Window
+    depth_multiplier: int = 1
+    act: tuple[float, float] = NO_ACT
+
+
+def _s8_kwargs(node: Node, graph: Graph) -> dict:
+    x, w, y = graph.t(node.inputs[0]), graph.t(node.inputs[1]), graph.t(node.outputs[0])
+    mult, shift = requant_arrays(x.quant.s, w.quant.scale, y.quant.s)
+    lo, hi = act_range_s8(node.attrs.act, y.quant)
+    win = node.attrs.window
+    return dict(stride=win.stride, pad=win.pads[:2], dilation=win.dilation, out_hw=y.shape[1:3],
+                depth_multiplier=node.attrs.depth_multiplier, input_offset=-x.quant.zp,
+                output_offset=y.quant.zp, out_mult=mult, out_shift=shift, act_min=lo, act_max=hi)
+
+
+@register(OpKind.DEPTHWISE_CONV2D)
+class DepthwiseConv2D(OpDef):
+    variants = (portable("depthwise_conv2d"),)
+
+    def infer_shapes(self, node: Node, graph: Graph) -> list[tuple[int, ...]]:
+        n, h, w, cin = graph.t(node.inputs[0]).shape
+        cout = graph.t(node.inputs[1]).shape[3]
+        if cout != cin * node.attrs.depth_multiplier:
+            raise ValueError(f"{cout} output channels != {cin} x multiplier {node.attrs.depth_multiplier}")
+        return [(n, *node.attrs.window.out_hw(h, w), cout)]
+
+    def reference_f32(self, node: Node, graph: Graph, ins: list[np.ndarray]) -> list[np.ndarray]:
+        x, w = ins[0], ins[1]
+        m = node.attrs.depth_multiplier
+        # as a grouped conv: group = Cin, OHWI weights [Cout, KH, KW, 1]
+        ohwi = np.transpose(w, (3, 1, 2, 0))
+        xr = np.repeat(x, m, axis=3) if m > 1 else x
+        y = conv_f32(xr, ohwi, ins[2] if len(ins) > 2 else None, node.attrs.window, xr.shape[3])
+        return [apply_act_f32(y, node.attrs.act)]
+
+    def quantize_constants(self, node: Node, graph: Graph) -> Graph:
+        graph = quantize_weights(graph, node.inputs[1], axis=3)
+        return quantize_bias(graph, node.inputs[2], graph.t(node.inputs[0]).quant.s, graph.t(node.inputs[1]).quant.scale)
+
+    def reference_s8(self, node: Node, graph: Graph, ins: list[np.ndarray]) -> list[np.ndarray]:
+        return [depthwise_conv2d_s8(ins[0], ins[1], ins[2], **_s8_kwargs(node, graph))]
+
+    def kernel_args(self, node: Node, graph: Graph) -> list[CArg]:
+        k = _s8_kwargs(node, graph)
+        x, w, y = graph.t(node.inputs[0]), graph.t(node.inputs[1]), graph.t(node.outputs[0])
+        ints = [*k["stride"], *k["pad"], *k["dilation"], k["depth_multiplier"], k["input_offset"],
+                k["output_offset"], k["act_min"], k["act_max"]]
+        return [*map(CArg.lit, ints), CArg("array", k["out_mult"], "mult"), CArg("array", k["out_shift"], "shift"),
+                *map(CArg.lit, x.shape), CArg("act", x.name), *map(CArg.lit, w.shape[1:3]), CArg("const", w.name),
+                CArg("const", node.inputs[2]), *map(CArg.lit, y.shape[1:]), CArg("act", y.name)]
+
+    def cost(self, node: Node, graph: Graph) -> Cost:
+        c = super().cost(node, graph)
+        w, y = graph.t(node.inputs[1]), graph.t(node.outputs[0])
+        return Cost(y.size * w.shape[1] * w.shape[2], c.weight_bytes, c.act_read_bytes, c.act_write_bytes)

@@ -1,0 +1,215 @@
+"""Fixed-point arithmetic of the TFLite int8 spec, as vectorised numpy, and the Prepare-time
+parameter helpers (multiplier/shift pairs, ADD/MUL/Softmax parameters, activation bounds).
+
+Owns: gemmlowp's int32 primitives (SaturatingRoundingDoublingHighMul, RoundingDivideByPOT,
+saturating shift), TFLite's MultiplyByQuantizedMultiplier in its default gemmlowp *double*
+rounding form (the one every reference kernel here uses) plus the single-rounding variant for
+tests only, and TFLite's QuantizeMultiplier / PreprocessSoftmaxScaling / CalculateInputRadius /
+CalculateActivationRangeQuantized.
+
+Values are carried in int64 arrays holding int32 quantities; where the C reference depends on
+int32 behaviour (saturation, wrap-around) we emulate it explicitly. Not here: the op kernels
+(one module per op) and anything float-valued beyond parameter preparation.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+INT32_MIN = -(2**31)
+INT32_MAX = 2**31 - 1
+
+
+def _i64(x) -> np.ndarray:
+    return np.asarray(x, dtype=np.int64)
+
+
+def wrap_int32(x) -> np.ndarray:
+    """Two's-complement wrap of int64 values to int32 range (what an int32 add/mul does in C)."""
+    return ((_i64(x) + 2**31) & 0xFFFFFFFF) - 2**31
+
+
+def saturate_int32(x) -> np.ndarray:
+    return np.clip(_i64(x), INT32_MIN, INT32_MAX)
+
+
+def saturating_rounding_doubling_high_mul(a, b) -> np.ndarray:
+    """gemmlowp SaturatingRoundingDoublingHighMul (ARM VQRDMULH) on int32 values, broadcast.
+    a*b / 2^31 rounded to nearest with ties toward +inf (the nudge 1 - 2^30 for negative products,
+    then C's truncating division); INT32_MIN*INT32_MIN saturates to INT32_MAX."""
+    a, b = _i64(a), _i64(b)
+    ab = a * b  # |ab| <= 2^62: exact in int64
+    nudge = np.where(ab >= 0, 1 << 30, 1 - (1 << 30))
+    t = ab + nudge
+    # C++ '/' truncates toward zero; numpy '>>' floors, so shift the magnitude.
+    q = np.where(t >= 0, t >> 31, -((-t) >> 31))
+    return np.where((a == INT32_MIN) & (b == INT32_MIN), INT32_MAX, q)
+
+
+def rounding_divide_by_pot(x, exponent) -> np.ndarray:
+    """gemmlowp RoundingDivideByPOT: x / 2^exponent rounded to nearest, ties away from zero
+    (arithmetic shift plus a sign-aware threshold). exponent >= 0, broadcastable with x.
+    gemmlowp asserts exponent <= 31; the int64 emulation stays exact beyond that."""
+    x, e = _i64(x), _i64(exponent)
+    if np.any(e < 0):
+        raise ValueError("rounding_divide_by_pot needs exponent >= 0")
+    mask = (np.int64(1) << e) - 1
+    remainder = x & mask
+    threshold = (mask >> 1) + (x < 0)
+    return (x >> e) + (remainder > threshold)
+
+
+def saturating_left_shift(x, exponent: int) -> np.ndarray:
+    """gemmlowp SaturatingRoundingMultiplyByPOT with a positive exponent: x << e clamped to int32."""
+    return saturate_int32(_i64(x) << exponent)
+
+
+def multiply_by_quantized_multiplier(x, mult, shift) -> np.ndarray:
+    """TFLite MultiplyByQuantizedMultiplier, gemmlowp double rounding (TFLITE_SINGLE_ROUNDING off):
+    RoundingDivideByPOT(SRDHM(x << max(shift, 0), mult), max(-shift, 0)).
+
+    x: int32 values (any int array); mult (Q31, int32) and shift broadcast against x.
+    Returns int64 holding int32. A positive shift's left shift saturates to int32 before the
+    high multiply (TFLite would overflow `x * (1 << shift)`, which is UB; saturation gives the
+    real-valued answer's sign and clamps it — BL-02)."""
+    x, mult, shift = _i64(x), _i64(mult), _i64(shift)
+    left = np.clip(shift, 0, 32)  # any non-zero x << 32 saturates anyway
+    right = np.maximum(-shift, 0)
+    return rounding_divide_by_pot(saturating_rounding_doubling_high_mul(saturate_int32(x << left), mult), right)
+
+
+def multiply_by_quantized_multiplier_single(x, mult, shift) -> np.ndarray:
+    """TFLite MultiplyByQuantizedMultiplier with TFLITE_SINGLE_ROUNDING: (x*mult + 2^(30-shift))
+    >> (31-shift), one rounding, ties toward +inf. Only for tests of the rounding mode (BL-01)."""
+    x, mult, shift = _i64(x), _i64(mult), _i64(shift)
+    total = 31 - shift
+    return (x * mult + (np.int64(1) << (total - 1))) >> total
+
+
+def quantize_multiplier(real: float) -> tuple[int, int]:
+    """TFLite QuantizeMultiplier: real = mult_q31 * 2^(shift - 31), mult in [2^30, 2^31).
+
+    frexp based, rounding half away from zero (TfLiteRound); real may be >= 1 (shift > 0).
+    real == 0 -> (0, 0); shift < -31 -> (0, 0) as in TFLite. Negative or non-finite reals are
+    rejected (no TFLite kernel uses them)."""
+    real = float(real)
+    if not math.isfinite(real) or real < 0:
+        raise ValueError(f"quantize_multiplier needs a finite real >= 0, got {real!r}")
+    if real == 0.0:
+        return 0, 0
+    q, shift = math.frexp(real)
+    q_fixed = math.floor(q * (1 << 31) + 0.5)  # q > 0: floor(v + .5) is round half away
+    if q_fixed == 1 << 31:
+        q_fixed //= 2
+        shift += 1
+    if shift < -31:
+        return 0, 0
+    return int(q_fixed), int(shift)
+
+
+def requantize_s8(acc, mult, shift, output_offset: int, act_min: int, act_max: int) -> np.ndarray:
+    """The common int8 output stage: MBQM(acc, mult, shift) + output_offset, clamp, int8."""
+    check_act_range(act_min, act_max)
+    y = multiply_by_quantized_multiplier(acc, mult, shift) + int(output_offset)
+    return np.clip(y, act_min, act_max).astype(np.int8)
+
+
+def check_act_range(act_min: int, act_max: int) -> None:
+    if not -128 <= act_min <= act_max <= 127:
+        raise ValueError(f"activation range [{act_min}, {act_max}] is not inside int8")
+
+
+@dataclass(frozen=True)
+class AddParams:
+    """TFLite int8 ADD ArithmeticParams (micro/kernels/add_common.cc CalculateOpDataAdd)."""
+
+    input1_offset: int
+    input1_mult: int
+    input1_shift: int
+    input2_offset: int
+    input2_mult: int
+    input2_shift: int
+    left_shift: int
+    output_offset: int
+    output_mult: int
+    output_shift: int
+
+
+def add_params(s1: float, z1: int, s2: float, z2: int, s_out: float, z_out: int) -> AddParams:
+    """TFLite int8 ADD Prepare: both inputs shifted left by 20 and rescaled by s_i / (2 max(s1,s2));
+    the sum is rescaled by 2 max(s1,s2) / (2^20 s_out). That last factor may be >= 1 (BL-02):
+    TFLite aborts there (QuantizeMultiplierSmallerThanOneExp); we give it a positive shift."""
+    left_shift = 20
+    twice_max = 2.0 * max(float(s1), float(s2))
+    m1, sh1 = quantize_multiplier(float(s1) / twice_max)
+    m2, sh2 = quantize_multiplier(float(s2) / twice_max)
+    mo, sho = quantize_multiplier(twice_max / ((1 << left_shift) * float(s_out)))
+    return AddParams(-int(z1), m1, sh1, -int(z2), m2, sh2, left_shift, int(z_out), mo, sho)
+
+
+@dataclass(frozen=True)
+class MulParams:
+    """TFLite int8 MUL ArithmeticParams (offsets as in ADD; one multiplier s1*s2/s_out)."""
+
+    input1_offset: int
+    input2_offset: int
+    output_offset: int
+    output_mult: int
+    output_shift: int
+
+
+def mul_params(s1: float, z1: int, s2: float, z2: int, s_out: float, z_out: int) -> MulParams:
+    """TFLite int8 MUL Prepare: real multiplier s1*s2/s_out, QuantizeMultiplier."""
+    m, sh = quantize_multiplier(float(s1) * float(s2) / float(s_out))
+    return MulParams(-int(z1), -int(z2), int(z_out), m, sh)
+
+
+@dataclass(frozen=True)
+class SoftmaxParams:
+    """TFLM int8 softmax OpData: input_multiplier/input_left_shift feed
+    MultiplyByQuantizedMultiplierGreaterThanOne on (x - max); entries with x - max < diff_min
+    contribute 0 and output -128."""
+
+    input_multiplier: int
+    input_left_shift: int
+    diff_min: int
+
+
+SOFTMAX_SCALED_DIFF_INTEGER_BITS = 5
+
+
+def softmax_params(input_scale: float, beta: float = 1.0) -> SoftmaxParams:
+    """TFLite PreprocessSoftmaxScaling (double rounding: cap 2^31 - 1) with kScaledDiffIntegerBits=5,
+    then diff_min = -CalculateInputRadius(5, input_left_shift)."""
+    bits = SOFTMAX_SCALED_DIFF_INTEGER_BITS
+    real = min(float(beta) * float(input_scale) * (1 << (31 - bits)), float((1 << 31) - 1))
+    if not real > 1.0:
+        raise ValueError(f"softmax beta*input_scale*2^26 must exceed 1, got {real!r}")
+    mult, left_shift = quantize_multiplier(real)
+    radius = math.floor(((1 << bits) - 1) * (1 << (31 - bits)) / (1 << left_shift))
+    return SoftmaxParams(mult, left_shift, -radius)
+
+
+def activation_range(act, scale: float, zero_point: int) -> tuple[int, int]:
+    """TFLite CalculateActivationRangeQuantized for int8: bounds zp + round(b / scale) (float32
+    division, rounding half away from zero) intersected with [-128, 127].
+    act: 'none' | 'relu' | 'relu6' | 'relu_n1_to_1' | (lo, hi) real bounds (+-inf allowed)."""
+    named = {"none": (-math.inf, math.inf), "relu": (0.0, math.inf), "relu6": (0.0, 6.0),
+             "relu_n1_to_1": (-1.0, 1.0)}
+    if isinstance(act, str):
+        if act not in named:
+            raise ValueError(f"unknown activation {act!r}")
+        act = named[act]
+    lo, hi = (float(v) for v in act)
+    if lo > hi:
+        raise ValueError(f"activation bounds ({lo}, {hi}) are reversed")
+
+    def q(v: float) -> float:
+        r = float(np.float32(v) / np.float32(scale))  # TFLite divides in float
+        return math.copysign(math.floor(abs(r) + 0.5), r) if math.isfinite(r) else r
+
+    act_min = -128 if lo == -math.inf else max(-128, min(127, zero_point + q(lo)))
+    act_max = 127 if hi == math.inf else min(127, max(-128, zero_point + q(hi)))
+    return int(act_min), int(act_max)

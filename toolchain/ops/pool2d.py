@@ -1,0 +1,159 @@
+"""Pool2D: the int8 reference semantics of average and max pooling; TFLite int8 spec, TFLM
+reference_integer_ops::AveragePool / MaxPool (integer_ops/pooling.h).
+
+Owns `avg_pool2d_s8` and `max_pool2d_s8`. In/out quantization is identical (TFLite requires it),
+so no requantization happens here. Average: window sum of in-bounds cells divided with rounding
+half away from zero (BL-03); divisor = in-bounds count, or KH*KW with count_include_pad (an
+ONNX extension; TFLite never includes padding).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from toolchain.ops.fixed_point import check_act_range
+from dataclasses import dataclass
+from toolchain.ir import Graph, Node
+from toolchain.ops.common import NO_ACT, Window, act_range_s8, apply_act_f32
+from toolchain.ops.registry import CArg, Cost, OpDef, OpKind, portable, register
+
+
+def _windows(x: np.ndarray, kernel, stride, pad, out_hw, fill: int) -> tuple[np.ndarray, np.ndarray]:
+    """(values [N, OH, OW, KH, KW, C] int64 with padded taps = fill, in-bounds mask [OH, OW, KH, KW])."""
+    if x.ndim != 4:
+        raise ValueError(f"input must be NHWC (4-D), got shape {x.shape}")
+    (kh, kw), (sh, sw), (pt, pl), (oh, ow) = kernel, stride, pad, out_hw
+    if min(kh, kw, sh, sw, oh, ow) < 1 or min(pt, pl) < 0:
+        raise ValueError(f"bad pooling geometry: kernel {kernel} stride {stride} pad {pad} out {out_hw}")
+    n, h, w, c = x.shape
+    rows = (np.arange(oh) * sh - pt)[:, None] + np.arange(kh)[None, :]   # [OH, KH] input coords
+    cols = (np.arange(ow) * sw - pl)[:, None] + np.arange(kw)[None, :]   # [OW, KW]
+    rin, cin = (rows >= 0) & (rows < h), (cols >= 0) & (cols < w)
+    inside = rin[:, None, :, None] & cin[None, :, None, :]               # [OH, OW, KH, KW]
+    v = x.astype(np.int64)[:, np.clip(rows, 0, h - 1)[:, None, :, None], np.clip(cols, 0, w - 1)[None, :, None, :], :]
+    return np.where(inside[None, ..., None], v, fill), inside
+
+
+def avg_pool2d_s8(x: np.ndarray, *, kernel, stride, pad=(0, 0), out_hw, act_min: int = -128,
+                  act_max: int = 127, count_include_pad: bool = False, pad_value: int = 0) -> np.ndarray:
+    """int8 average pooling (TFLM reference_integer_ops::AveragePool).
+
+    x: int8 [N, H, W, C] -> int8 [N, OH, OW, C]. kernel/stride/pad(top, left)/out_hw are (h, w).
+    out = round_half_away(sum / n), clamped. n = in-bounds cells, or KH*KW if count_include_pad,
+    in which case each padded cell adds pad_value (pass the zero point to average a real 0;
+    the contract's C kernel adds nothing for padded cells, i.e. pad_value = 0).
+    A window with no in-bounds cell is an error (TFLM returns kTfLiteError).
+    """
+    check_act_range(act_min, act_max)
+    v, inside = _windows(x, kernel, stride, pad, out_hw, int(pad_value) if count_include_pad else 0)
+    s = v.sum(axis=(3, 4))                                               # [N, OH, OW, C]
+    if count_include_pad:
+        cnt = np.full(inside.shape[:2], kernel[0] * kernel[1], np.int64)
+    else:
+        cnt = inside.sum(axis=(2, 3)).astype(np.int64)
+        if np.any(cnt == 0):
+            raise ValueError("an average-pool window lies entirely in the padding")
+    cnt = cnt[None, :, :, None]
+    half = cnt // 2
+    # Integer division of magnitudes = C's truncating '/', giving TFLite's half-away rounding.
+    avg = np.where(s > 0, (s + half) // cnt, -((-s + half) // cnt))
+    return np.clip(avg, act_min, act_max).astype(np.int8)
+
+
+def max_pool2d_s8(x: np.ndarray, *, kernel, stride, pad=(0, 0), out_hw, act_min: int = -128,
+                  act_max: int = 127) -> np.ndarray:
+    """int8 max pooling (TFLM reference_integer_ops::MaxPool): max over in-bounds cells, clamped.
+    x: int8 [N, H, W, C] -> int8 [N, OH, OW, C]. A window entirely in padding gives act_min
+    (TFLM starts from the type's lowest value, then clamps)."""
+    check_act_range(act_min, act_max)
+    v, _ = _windows(x, kernel, stride, pad, out_hw, -128)
+    return np.clip(v.max(axis=(3, 4)), act_min, act_max).astype(np.int8)
+
+
+# ---- IR glue: attrs, shapes, float semantics, kernel call -----------------------------------
+@dataclass(frozen=True)
+class Pool2DAttrs:
+    """AveragePool2D / MaxPool2D (ONNX AveragePool-11, MaxPool-12, GlobalAveragePool; TFLite
+    AVERAGE_POOL_2D / MAX_POOL_2D). int8 output keeps the input's quantization (TFLite rule)."""
+
+    window: Window
+    count_include_pad: bool = False
+    act: tuple[float, float] = NO_ACT
+
+
+def _pool_f32(x: np.ndarray, win: Window, fill: float, reduce, oh: int, ow: int) -> np.ndarray:
+    pt, pl, pb, pr = win.pads
+    # pad generously on the end side: ceil_mode windows may run past the declared pads
+    xp = np.pad(x.astype(np.float64), ((0, 0), (pt, pb + win.kernel[0]), (pl, pr + win.kernel[1]), (0, 0)),
+                constant_values=fill)
+    sh, sw = win.stride
+    taps = [xp[:, ky: ky + (oh - 1) * sh + 1: sh, kx: kx + (ow - 1) * sw + 1: sw, :]
+            for ky in range(win.kernel[0]) for kx in range(win.kernel[1])]
+    return reduce(np.stack(taps), axis=0)
+
+
+class _Pool(OpDef):
+    def infer_shapes(self, node: Node, graph: Graph) -> list[tuple[int, ...]]:
+        n, h, w, c = graph.t(node.inputs[0]).shape
+        return [(n, *node.attrs.window.out_hw(h, w), c)]
+
+    def output_qparams(self, node, graph, observed):
+        return graph.t(node.inputs[0]).quant
+
+    def _common(self, node: Node, graph: Graph) -> tuple[dict, tuple[int, int]]:
+        y = graph.t(node.outputs[0])
+        win = node.attrs.window
+        lo, hi = act_range_s8(node.attrs.act, y.quant)
+        return dict(kernel=win.kernel, stride=win.stride, pad=win.pads[:2], out_hw=y.shape[1:3],
+                    act_min=lo, act_max=hi), (lo, hi)
+
+    def _args(self, node: Node, graph: Graph, extra: list[int]) -> list[CArg]:
+        k, (lo, hi) = self._common(node, graph)
+        x, y = graph.t(node.inputs[0]), graph.t(node.outputs[0])
+        ints = [*k["stride"], *k["pad"], *k["kernel"], *extra, lo, hi, *x.shape]
+        return [*map(CArg.lit, ints), CArg("act", x.name), *map(CArg.lit, y.shape[1:3]), CArg("act", y.name)]
+
+
+@register(OpKind.AVG_POOL2D)
+class AvgPool2D(_Pool):
+    variants = (portable("avg_pool2d"),)
+
+    def reference_f32(self, node: Node, graph: Graph, ins: list[np.ndarray]) -> list[np.ndarray]:
+        win = node.attrs.window
+        oh, ow = graph.t(node.outputs[0]).shape[1:3]
+        total = _pool_f32(ins[0], win, 0.0, np.sum, oh, ow)
+        ones = np.ones(ins[0].shape[:3] + (1,))
+        if node.attrs.count_include_pad:  # padding cells count, cells past the pads do not
+            h, w = ins[0].shape[1:3]
+            ones = np.pad(ones, ((0, 0), (win.pads[0], win.pads[2]), (win.pads[1], win.pads[3]), (0, 0)), constant_values=1)
+            win = Window(win.kernel, win.stride, win.dilation, (0, 0, 0, 0), win.ceil_mode)
+        count = _pool_f32(ones, win, 0.0, np.sum, oh, ow)
+        return [apply_act_f32((total / count).astype(np.float32), node.attrs.act)]
+
+    def reference_s8(self, node: Node, graph: Graph, ins: list[np.ndarray]) -> list[np.ndarray]:
+        k, _ = self._common(node, graph)
+        return [avg_pool2d_s8(ins[0], count_include_pad=node.attrs.count_include_pad, **k)]
+
+    def kernel_args(self, node: Node, graph: Graph) -> list[CArg]:
+        return self._args(node, graph, [int(node.attrs.count_include_pad)])
+
+    def cost(self, node: Node, graph: Graph) -> Cost:
+        c = super().cost(node, graph)
+        kh, kw = node.attrs.window.kernel
+        return Cost(graph.t(node.outputs[0]).size * kh * kw, 0, c.act_read_bytes, c.act_write_bytes)
+
+
+@register(OpKind.MAX_POOL2D)
+class MaxPool2D(_Pool):
+    variants = (portable("max_pool2d"),)
+
+    def reference_f32(self, node: Node, graph: Graph, ins: list[np.ndarray]) -> list[np.ndarray]:
+        oh, ow = graph.t(node.outputs[0]).shape[1:3]
+        y = _pool_f32(ins[0], node.attrs.window, -np.inf, np.max, oh, ow)
+        return [apply_act_f32(y.astype(np.float32), node.attrs.act)]
+
+    def reference_s8(self, node: Node, graph: Graph, ins: list[np.ndarray]) -> list[np.ndarray]:
+        k, _ = self._common(node, graph)
+        return [max_pool2d_s8(ins[0], **k)]
+
+    def kernel_args(self, node: Node, graph: Graph) -> list[CArg]:
+        return self._args(node, graph, [])

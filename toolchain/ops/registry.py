@@ -1,0 +1,140 @@
+"""Op registry: the OpKind enum, the OpDef contract every op module fulfils, kernel variants.
+
+Each op module (toolchain/ops/<op>.py) defines one OpDef subclass and registers it with
+`@register(OpKind.X)`; the frontend, interpreter, quantizer, lowering and codegen look ops up in
+REGISTRY. No if-chains over op kinds anywhere else.
+"""
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+
+from toolchain.ir import Graph, Node, QuantParams
+
+
+class OpKind(enum.Enum):
+    """The IR's op kinds (names follow TFLite; ONNX names map onto them in the frontend)."""
+
+    CONV2D = "Conv2D"
+    DEPTHWISE_CONV2D = "DepthwiseConv2D"
+    FULLY_CONNECTED = "FullyConnected"
+    ADD = "Add"
+    AVG_POOL2D = "AveragePool2D"
+    MAX_POOL2D = "MaxPool2D"
+    SOFTMAX = "Softmax"
+    RESHAPE = "Reshape"
+    TRANSPOSE = "Transpose"
+    CLAMP = "Clamp"
+    BATCH_NORM = "BatchNorm"
+
+
+class Unsupported(Exception):
+    """A node the compiler cannot handle; the message names the node, the op and the reason."""
+
+
+@dataclass(frozen=True)
+class CArg:
+    """One argument of a kernel call, C-ready once codegen resolves names.
+
+    kind: "int" (a literal), "act" (an activation tensor in the arena, by tensor name),
+    "const" (a constant tensor, by name), "array" (a derived int32 constant array such as
+    per-channel multipliers: `value` is the numpy array, `name` its suffix), "null".
+    """
+
+    kind: str
+    value: Any = None
+    name: str = ""
+
+    @staticmethod
+    def lit(value: int) -> "CArg":
+        """An integer literal argument."""
+        return CArg("int", int(value))
+
+
+@dataclass(frozen=True)
+class KernelVariant:
+    """One C implementation of an op for one ISA folder of c_templates/kernels/."""
+
+    name: str
+    isa: str
+    template: str
+    function: str
+    applies: Callable[[Node, Graph], bool] = lambda node, graph: True
+    scratch_bytes: Callable[[Node, Graph], int] = lambda node, graph: 0
+
+
+@dataclass(frozen=True)
+class Cost:
+    """Static cost of one op: multiply-accumulates and bytes moved (weights, activations)."""
+
+    macs: int
+    weight_bytes: int
+    act_read_bytes: int
+    act_write_bytes: int
+
+
+class OpDef:
+    """The contract of one op kind. Subclasses override what applies to them."""
+
+    kind: ClassVar[OpKind]
+    is_view: ClassVar[bool] = False  # output is the input's bytes reinterpreted (Reshape)
+    variants: ClassVar[Sequence[KernelVariant]] = ()
+
+    def infer_shapes(self, node: Node, graph: Graph) -> list[tuple[int, ...]]:
+        """Output shapes from input shapes and attrs."""
+        raise NotImplementedError
+
+    def reference_f32(self, node: Node, graph: Graph, ins: list[np.ndarray]) -> list[np.ndarray]:
+        """Float semantics (numpy) of the node on float inputs."""
+        raise NotImplementedError
+
+    def output_qparams(self, node: Node, graph: Graph, observed: QuantParams) -> QuantParams:
+        """Quantization of the op's output given the calibrated one (ops may force their own)."""
+        return observed
+
+    def quantize_constants(self, node: Node, graph: Graph) -> Graph:
+        """Convert the node's float constant inputs to int8/int32 (inputs' qparams are known)."""
+        return graph
+
+    def reference_s8(self, node: Node, graph: Graph, ins: list[np.ndarray]) -> list[np.ndarray]:
+        """Bit-exact int8 semantics (TFLite int8 spec, TFLM reference kernels)."""
+        raise NotImplementedError
+
+    def kernel_args(self, node: Node, graph: Graph) -> list[CArg]:
+        """Arguments of the C kernel call after the scratch pointer, in the kernel's order."""
+        raise NotImplementedError
+
+    def cost(self, node: Node, graph: Graph) -> Cost:
+        ins = [graph.t(i) for i in node.inputs if i]
+        act_in = sum(t.nbytes for t in ins if not t.is_const)
+        w = sum(t.nbytes for t in ins if t.is_const)
+        out = sum(graph.t(o).nbytes for o in node.outputs)
+        return Cost(0, w, act_in, out)
+
+
+REGISTRY: dict[OpKind, OpDef] = {}
+
+
+def register(kind: OpKind) -> Callable[[type[OpDef]], type[OpDef]]:
+    """Class decorator: instantiate the OpDef subclass and file it under `kind`."""
+
+    def deco(cls: type[OpDef]) -> type[OpDef]:
+        cls.kind = kind
+        REGISTRY[kind] = cls()
+        return cls
+
+    return deco
+
+
+def opdef(node: Node) -> OpDef:
+    """The OpDef of a node's op kind."""
+    return REGISTRY[node.op]
+
+
+def portable(op: str, function: str | None = None, **kw: Any) -> KernelVariant:
+    """The portable C variant of an op (c_templates/kernels/portable/<op>_s8.c.j2)."""
+    return KernelVariant("portable", "portable", f"portable/{op}_s8.c.j2", function or f"ecc_{op}_s8", **kw)

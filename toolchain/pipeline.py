@@ -1,0 +1,106 @@
+"""The whole compiler as one function of named steps (architecture P1): a float ONNX model and
+calibration data in, the model library (OUT/lib) and a linked test firmware (OUT/fw) out.
+
+Running, verifying and reporting are in toolchain.runner; the CLI calls both.
+"""
+from __future__ import annotations
+
+import hashlib
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+import toolchain.ops  # noqa: F401 - registers every op
+from quantize import quantize
+from targets import Target
+from targets.build import BuildResult, Footprint, build_firmware, check_fits
+from toolchain import __version__
+from toolchain.codegen.context import ModelContext, build_context
+from toolchain.codegen.emit import emit_harness, emit_library
+from toolchain.config import Config
+from toolchain.data import load_data
+from toolchain.errors import InputError
+from toolchain.frontend.onnx import load_onnx
+from toolchain.ir import Graph
+from toolchain.lower import scratch_sizes, select_kernels
+from toolchain.memory import MemoryPlan, plan_memory
+from toolchain.ops.registry import KernelVariant
+from toolchain.passes import run_passes
+
+
+@dataclass(frozen=True)
+class Build:
+    """Everything one compile produced; seconds in `python_s` / `gcc_s`."""
+
+    config: Config
+    target: Target
+    graph_f32: Graph
+    graph_s8: Graph
+    variants: dict[str, KernelVariant]
+    plan: MemoryPlan
+    context: ModelContext
+    lib_dir: Path
+    fw_dir: Path
+    firmware: BuildResult
+    calibration_samples: int
+    python_s: float
+    gcc_s: float
+
+
+def model_stamp(cfg: Config, target: Target) -> str:
+    """The header stamp of every generated file: generator version, model name and hash, board."""
+    digest = hashlib.sha256(Path(cfg.model).read_bytes()).hexdigest()[:16]
+    return f"edgecc {__version__} | model {Path(cfg.model).name} sha256:{digest} | board {target.name}"
+
+
+def compile_model(cfg: Config, target: Target, out_dir: Path, *, profile: bool) -> Build:
+    """Import, optimize, quantize, plan, emit and build one model for one board into out_dir.
+
+    Raises InputError / UnsupportedModel for bad input, targets.BuildError when the board's
+    compiler or linker fails (e.g. a region overflow).
+    """
+    t0 = time.monotonic()
+    graph = load_onnx(cfg.model, cfg.input_shapes)                    # ONNX -> IR, NHWC activations
+    graph = run_passes(graph)                                         # fold constants/BatchNorm, fuse Relu/Clip, drop no-op transposes
+    calib_path = cfg.calibration or cfg.verify
+    if calib_path is None:
+        raise InputError(f"{cfg.source or 'command line'}: a float model needs calibration data; pass --calibration DATA")
+    calib = load_data(calib_path, graph, cfg.preprocess)              # real data through the preprocess block
+    qgraph = quantize(graph, calib)                                   # INT8 PTQ (TFLite int8 spec), min/max calibration
+    prefs = [isa.value for isa in target.kernel_preference]
+    variants = select_kernels(qgraph, prefs)                          # one kernel variant per op for this board
+    plan = plan_memory(qgraph, scratch_sizes(qgraph, variants), target.buffer_alignment)  # one static arena
+    weight_bytes = sum(t.nbytes for t in qgraph.tensors.values() if t.is_const)
+    check_fits(target, Footprint(weights=weight_bytes, arena=plan.arena_bytes))  # fail before any C is compiled
+    ctx = build_context(qgraph, plan, variants, model_stamp(cfg, target), cfg.weights_section)
+    lib_dir, fw_dir = out_dir / "lib", out_dir / "fw"
+    lib_sources = emit_library(ctx, lib_dir)                          # OUT/lib: the deployable library
+    harness = emit_harness(ctx, fw_dir, target.run.time_source.value, cfg.repeats)  # OUT/fw: test harness
+    t1 = time.monotonic()
+    fw = build_firmware(target, [harness], [lib_dir], fw_dir, defines=["ECC_PROFILE"] if profile else [],
+                        lib_sources=lib_sources, weights_section=cfg.weights_section)
+    t2 = time.monotonic()
+    n_calib = len(next(iter(calib.values())))
+    return Build(cfg, target, graph, qgraph, variants, plan, ctx, lib_dir, fw_dir, fw, n_calib, t1 - t0, t2 - t1)
+
+
+def expected_instructions(build: Build, samples: int) -> int:
+    """A generous estimate of guest instructions for a whole run (for the timeout): ~40 per MAC
+    of the portable kernels, 64 per output byte, plus start-up; sample 0 runs twice (profiling)."""
+    from toolchain.ops.registry import opdef
+
+    g = build.graph_s8
+    per = sum(opdef(n).cost(n, g).macs * 40 + g.t(n.outputs[0]).nbytes * 64 for n in g.nodes)
+    return int((samples + 2 + build.config.repeats) * per + 5_000_000)
+
+
+def write_inputs(path: Path, data_s8: dict[str, np.ndarray], graph: Graph) -> int:
+    """Write inputs.bin: for each sample, each graph input's int8 bytes in input order. Returns S."""
+    n = len(next(iter(data_s8.values())))
+    with path.open("wb") as f:
+        for i in range(n):
+            for name in graph.inputs:
+                f.write(np.ascontiguousarray(data_s8[name][i], np.int8).tobytes())
+    return n

@@ -1,0 +1,174 @@
+"""Run a built firmware on its board, verify every output bit for bit against the numpy int8
+interpreter, compare with the float model (onnxruntime), and assemble the report.
+
+Exit statuses decided here: 0 pass, 1 verification mismatch or a failed YAML gate
+(min_top1_agreement / min_sqnr_db), 3 guest fault, timeout or crash.
+"""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from profiler.parse import MARK_SYMBOLS, OpCosts, ProfileError, from_clock, from_marks
+from profiler.report import build_report
+from targets import TimeSource
+from targets.qemu import run_firmware
+from toolchain import __version__
+from toolchain.data import load_data, quantize_inputs
+from toolchain.interpret import interpret
+from toolchain.memory import lifetimes, live_bound, plan_memory
+from toolchain.ops.registry import opdef
+from toolchain.pipeline import Build, expected_instructions, write_inputs
+
+REFERENCE = "edgecc numpy int8 interpreter (TFLite int8 reference semantics, double rounding)"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """The report document and the exit status it implies."""
+
+    report: dict[str, Any]
+    exit_code: int
+    log: str
+
+
+def float_reference(model: Path, data: dict[str, np.ndarray]) -> list[np.ndarray]:
+    """onnxruntime outputs of the float model, per output [S, *shape] (one run per sample)."""
+    import onnxruntime as ort
+
+    opts = ort.SessionOptions()
+    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    sess = ort.InferenceSession(str(model), opts, providers=["CPUExecutionProvider"])
+    n = len(next(iter(data.values())))
+    runs = [sess.run(None, {k: v[i] for k, v in data.items()}) for i in range(n)]
+    return [np.stack([r[j] for r in runs]) for j in range(len(runs[0]))]
+
+
+def sqnr_db(ref: np.ndarray, approx: np.ndarray) -> float | None:
+    """10 log10(signal power / noise power); None when the two are identical."""
+    noise = float(np.sum((ref.astype(np.float64) - approx) ** 2))
+    return None if noise == 0 else 10 * np.log10(float(np.sum(ref.astype(np.float64) ** 2)) / noise)
+
+
+def static_ops(build: Build) -> list[dict[str, Any]]:
+    """One entry per executed op (views excluded), in kernel-call order."""
+    g = build.graph_s8
+    ops = []
+    for node in g.nodes:
+        op = opdef(node)
+        if op.is_view:
+            continue
+        c = op.cost(node, g)
+        ops.append({"index": len(ops), "name": node.name, "op_type": node.op.value,
+                    "kernel": build.variants[node.name].name, "output_shape": list(g.t(node.outputs[0]).shape),
+                    "macs": c.macs, "weight_bytes": c.weight_bytes, "act_read_bytes": c.act_read_bytes,
+                    "act_write_bytes": c.act_write_bytes})
+    return ops
+
+
+def memory_section(build: Build) -> dict[str, Any]:
+    """report.memory: arena, live-set bound, baselines and every buffer's placement."""
+    g, plan = build.graph_s8, build.plan
+    buffers, _ = lifetimes(g, {})
+    scratch = [b for b in plan.buffers if b.name.startswith("scratch:")]
+    naive = plan_memory(g, {b.name[8:]: b.size for b in scratch}, plan.alignment, "naive").arena_bytes
+    return {"arena_bytes": plan.arena_bytes, "lower_bound_bytes": live_bound(list(plan.buffers), plan.alignment),
+            "greedy_by_size_bytes": plan.arena_bytes if plan.planner == "greedy_by_size" else None,
+            "naive_bytes": naive, "planner": plan.planner, "alignment": plan.alignment,
+            "buffers": [{"name": b.name, "offset": plan.offsets[b.name], "size": b.size, "first_op": b.first,
+                         "last_op": b.last} for b in plan.buffers]}
+
+
+def _verification(build: Build, got: list[np.ndarray] | None, expected: list[np.ndarray],
+                  floats: list[np.ndarray], samples: int, data_name: str) -> dict[str, Any]:
+    g = build.graph_s8
+    v: dict[str, Any] = {"reference": REFERENCE, "data": data_name, "samples": samples, "bit_exact": False,
+                         "mismatches": None, "float_reference": "onnxruntime (float model)"}
+    if got is not None:
+        diffs = [np.argwhere(a != b) for a, b in zip(got, expected, strict=True)]
+        count = int(sum(len(d) for d in diffs))
+        v["bit_exact"] = count == 0
+        if count:
+            k = next(i for i, d in enumerate(diffs) if len(d))
+            first = diffs[k][0]
+            v["mismatches"] = {"count": count, "output": g.outputs[k], "first_sample": int(first[0]),
+                               "first_index": [int(i) for i in first[1:]],
+                               "max_abs_diff_lsb": int(max(np.max(np.abs(a.astype(int) - b)) for a, b in
+                                                          zip(got, expected, strict=True)))}
+    deq = [g.t(o).quant.dequantize(e) for o, e in zip(g.outputs, expected, strict=True)]
+    ref0, q0 = floats[0].reshape(samples, -1), deq[0].reshape(samples, -1)
+    v["top1_agreement"] = float(np.mean(ref0.argmax(1) == q0.argmax(1))) if ref0.shape[1] > 1 else None
+    v["sqnr_db"] = sqnr_db(floats[0], deq[0])
+    v["sqnr_db_per_output"] = {o: sqnr_db(f, d) for o, f, d in zip(g.outputs, floats, deq, strict=True)}
+    return v
+
+
+def run_and_verify(build: Build) -> Outcome:
+    """Run the firmware on all verification samples (one run), verify, and build the report."""
+    cfg, g, target = build.config, build.graph_s8, build.target
+    data_path = cfg.verify or cfg.calibration
+    data = load_data(data_path, build.graph_f32, cfg.preprocess)
+    q = quantize_inputs(data, g)
+    samples = write_inputs(build.fw_dir / "inputs.bin", q, g)
+    expected = [np.stack(x) for x in zip(*[[r[o] for o in g.outputs] for r in
+                                           (interpret(g, {k: v[i] for k, v in q.items()}) for i in range(samples))])]
+    out_file = build.fw_dir / "outputs.bin"
+    out_file.unlink(missing_ok=True)
+    timeout = target.run_timeout_s(expected_instructions(build, samples))
+    log = run_firmware(target, build.firmware.elf, cwd=build.fw_dir, timeout_s=timeout, marks=MARK_SYMBOLS)
+    log_text = f"$ {' '.join(log.command)}\n--- stdout\n{log.stdout}--- stderr\n{log.stderr}"
+    (build.fw_dir / "run.log").write_text(log_text, encoding="utf-8")
+    ops = static_ops(build)
+    status, fault, got, costs = "pass", None, None, None
+    if log.timed_out or log.fault is not None or log.returncode != 0 or "ECC_DONE" not in log.stdout:
+        status = "timeout" if log.timed_out else "fault"
+        fault = log.fault.as_dict() if log.fault else {"reason": "TIMEOUT" if log.timed_out else
+                                                       f"EXIT {log.returncode}", "op": -1}
+        if log.timed_out:
+            fault["timeout_s"] = round(timeout, 1)
+        op = int(fault.get("op", -1))
+        fault["op_name"] = ops[op]["name"] if 0 <= op < len(ops) else None
+    else:
+        raw = np.fromfile(out_file, np.int8) if out_file.is_file() else np.zeros(0, np.int8)
+        sizes = [g.t(o).size for o in g.outputs]
+        if raw.size != samples * sum(sizes):
+            status, fault = "fault", {"reason": f"outputs.bin has {raw.size} bytes, expected {samples * sum(sizes)}",
+                                      "op": -1, "op_name": None}
+        else:
+            per = raw.reshape(samples, sum(sizes))
+            got, at = [], 0
+            for o, s in zip(g.outputs, sizes, strict=True):
+                got.append(per[:, at:at + s].reshape((samples, *g.t(o).shape)))
+                at += s
+        try:
+            n_ops = len(ops)
+            costs = from_marks(log.marks, n_ops) if target.run.time_source is TimeSource.PLUGIN \
+                else from_clock(log.stdout, n_ops)
+        except ProfileError as e:
+            status, fault = "fault", {"reason": f"profile: {e}", "op": -1, "op_name": None}
+    floats = float_reference(cfg.model, data)
+    verification = _verification(build, got, expected, floats, samples, str(data_path))
+    if status == "pass" and not verification["bit_exact"]:
+        status = "mismatch"
+    gates = []
+    if cfg.min_top1_agreement is not None and (verification["top1_agreement"] or 0) < cfg.min_top1_agreement:
+        gates.append(f"top-1 agreement {verification['top1_agreement']:.4f} < {cfg.min_top1_agreement}")
+    if cfg.min_sqnr_db is not None and (verification["sqnr_db"] or 0) < cfg.min_sqnr_db:
+        gates.append(f"SQNR {verification['sqnr_db']:.2f} dB < {cfg.min_sqnr_db}")
+    verification["gates_failed"] = gates
+    if status == "pass" and gates:
+        status = "gate"
+    fw = build.firmware
+    report = build_report(
+        model=str(cfg.model), model_sha256=hashlib.sha256(Path(cfg.model).read_bytes()).hexdigest(),
+        board=target.name, costs=costs, ops=ops, memory=memory_section(build),
+        lib_sections={k: getattr(fw.lib, k) for k in ("text", "rodata", "weights", "data", "bss")},
+        harness_bytes=fw.harness.flash, verification=verification, status=status, fault=fault,
+        timings={"build_python": round(build.python_s, 3), "build_gcc": round(build.gcc_s, 3), "run": round(log.wall_s, 3)},
+        generator=f"edgecc {__version__}")
+    code = {"pass": 0, "mismatch": 1, "gate": 1}.get(status, 3)
+    return Outcome(report, code, log_text)
