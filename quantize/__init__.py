@@ -19,8 +19,9 @@ from toolchain.ir import DType, Graph
 from toolchain.ops.registry import opdef
 
 
-def quantize(graph: Graph, calibration: Mapping[str, np.ndarray]) -> Graph:
-    """float Graph + calibration inputs (name -> [S, *shape] float32) -> int8 Graph.
+def quantize(graph: Graph, calibration: Mapping[str, np.ndarray], method: str = "mse") -> Graph:
+    """float Graph + calibration inputs (name -> [S, *shape] float32) -> int8 Graph; `method` is
+    the range observer ("mse" or "minmax", see quantize.observers).
 
     Raises UnsupportedModel when an op has no int8 kernel (e.g. a BatchNorm that could not be
     folded) and ValueError when the calibration data does not fit the inputs.
@@ -29,7 +30,7 @@ def quantize(graph: Graph, calibration: Mapping[str, np.ndarray]) -> Graph:
         if not opdef(node).variants and not opdef(node).is_view:
             raise UnsupportedModel(f"{graph.meta.get('source', graph.name)}: node {node.source or node.name} "
                                    f"({node.op.value}): no int8 kernel; it could not be folded into a neighbour")
-    ranges = observe_ranges(graph, calibration)
+    ranges = observe_ranges(graph, calibration, method)
     tensors = dict(graph.tensors)
     for name in graph.inputs:
         tensors[name] = replace(tensors[name], dtype=DType.INT8, quant=activation_qparams(*ranges[name]))
@@ -39,5 +40,5 @@ def quantize(graph: Graph, calibration: Mapping[str, np.ndarray]) -> Graph:
         qp = opdef(node).output_qparams(node, g, activation_qparams(*ranges[out]))
         g = g.with_tensor(replace(g.t(out), dtype=DType.INT8, quant=qp))
         g = opdef(node).quantize_constants(node, g)
-    return replace(g, meta={**g.meta, "quantized_by": "edgecc min/max calibration",
+    return replace(g, meta={**g.meta, "calibration_method": method,
                             "calibration_samples": len(next(iter(calibration.values())))})

@@ -1,28 +1,32 @@
-"""Calibration: run the float reference interpreter over calibration samples and record each
-activation tensor's min and max (the TFLite converter's default min/max observer)."""
+"""Calibration: run the float reference interpreter over calibration samples and let an
+observer per activation tensor decide its real range (quantize.observers)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
 
 import numpy as np
 
+from quantize.observers import METHODS, Observer
 from toolchain.interpret import interpret
 from toolchain.ir import Graph
 
 
-def observe_ranges(graph: Graph, calibration: Mapping[str, np.ndarray]) -> dict[str, tuple[float, float]]:
-    """Tensor name -> (min, max) over all samples; calibration[name] is [S, *input shape] float32."""
+def observe_ranges(graph: Graph, calibration: Mapping[str, np.ndarray], method: str = "mse") -> dict[str, tuple[float, float]]:
+    """Tensor name -> (lo, hi) real range; calibration[name] is [S, *input shape] float32.
+
+    Graph inputs always keep their full min/max range (clipping the input helps nothing).
+    Raises ValueError on an unknown method or inconsistent sample counts.
+    """
+    if method not in METHODS:
+        raise ValueError(f"unknown calibration method {method!r}; choose from {METHODS}")
     counts = {len(v) for v in calibration.values()}
     if len(counts) != 1 or not counts.pop():
         raise ValueError("calibration inputs must have the same, non-zero number of samples")
-    lo: dict[str, float] = {}
-    hi: dict[str, float] = {}
+    observers: dict[str, Observer] = {}
     n = len(next(iter(calibration.values())))
     for i in range(n):
         env = interpret(graph, {k: v[i] for k, v in calibration.items()}, keep_all=True)
         for name, val in env.items():
-            if graph.t(name).is_const:
-                continue
-            lo[name] = min(lo.get(name, np.inf), float(np.min(val)))
-            hi[name] = max(hi.get(name, -np.inf), float(np.max(val)))
-    return {k: (lo[k], hi[k]) for k in lo}
+            if not graph.t(name).is_const:
+                observers.setdefault(name, Observer(seed=len(observers))).update(val)
+    return {k: (o.minmax() if method == "minmax" or k in graph.inputs else o.mse()) for k, o in observers.items()}

@@ -44,6 +44,7 @@ class Config:
     min_top1_agreement: float | None = None
     min_sqnr_db: float | None = None
     weights_section: str = ".weights"
+    calibration_method: str = "mse"
     repeats: int = 5
     source: Path | None = None  # the YAML file, for messages
 
@@ -120,7 +121,7 @@ def load_config(path: Path | None, overrides: dict[str, Any]) -> Config:
     for key in ("model", "calibration", "verify", "out"):
         if raw.get(key) is not None:
             kw[key] = _path(raw[key], base, key, where)
-    for key in ("board", "weights_section"):
+    for key in ("board", "weights_section", "calibration_method"):
         if key in raw:
             kw[key] = str(raw[key])
     for key in ("min_top1_agreement", "min_sqnr_db"):
@@ -142,6 +143,8 @@ def load_config(path: Path | None, overrides: dict[str, Any]) -> Config:
     cfg = Config(**kw)
     if cfg.model is None:
         raise InputError(f"{where}: no model given; pass --model PATH or set `model:` in the YAML")
+    if cfg.calibration_method not in ("mse", "minmax"):
+        raise InputError(f"{where}: calibration_method must be mse or minmax, not {cfg.calibration_method!r}")
     if not 1 <= cfg.repeats <= 1000:
         raise InputError(f"{where}: repeats must be between 1 and 1000")
     return cfg

@@ -6,6 +6,7 @@ Running, verifying and reporting are in toolchain.runner; the CLI calls both.
 from __future__ import annotations
 
 import hashlib
+import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -68,7 +69,7 @@ def compile_model(cfg: Config, target: Target, out_dir: Path, *, profile: bool) 
     if calib_path is None:
         raise InputError(f"{cfg.source or 'command line'}: a float model needs calibration data; pass --calibration DATA")
     calib = load_data(calib_path, graph, cfg.preprocess)              # real data through the preprocess block
-    qgraph = quantize(graph, calib)                                   # INT8 PTQ (TFLite int8 spec), min/max calibration
+    qgraph = quantize(graph, calib, cfg.calibration_method)           # INT8 PTQ (TFLite int8 spec), calibrated ranges
     prefs = [isa.value for isa in target.kernel_preference]
     variants = select_kernels(qgraph, prefs)                          # one kernel variant per op for this board
     plan = plan_memory(qgraph, scratch_sizes(qgraph, variants), target.buffer_alignment)  # one static arena
@@ -79,11 +80,19 @@ def compile_model(cfg: Config, target: Target, out_dir: Path, *, profile: bool) 
     lib_sources = emit_library(ctx, lib_dir)                          # OUT/lib: the deployable library
     harness = emit_harness(ctx, fw_dir, target.run.time_source.value, cfg.repeats)  # OUT/fw: test harness
     t1 = time.monotonic()
-    fw = build_firmware(target, [harness], [lib_dir], fw_dir, defines=["ECC_PROFILE"] if profile else [],
+    defines = (["ECC_PROFILE"] if profile else []) + debug_defines()
+    fw = build_firmware(target, [harness], [lib_dir], fw_dir, defines=defines,
                         lib_sources=lib_sources, weights_section=cfg.weights_section)
     t2 = time.monotonic()
     n_calib = len(next(iter(calib.values())))
     return Build(cfg, target, graph, qgraph, variants, plan, ctx, lib_dir, fw_dir, fw, n_calib, t1 - t0, t2 - t1)
+
+
+def debug_defines() -> list[str]:
+    """Test-only knobs from the environment: EDGECC_DEBUG_FAULT_AT_OP=k makes the test harness
+    trap when op k starts, to exercise the fault path (exit 3 naming the op)."""
+    op = os.environ.get("EDGECC_DEBUG_FAULT_AT_OP")
+    return [f"ECC_DEBUG_FAULT_AT_OP={int(op)}"] if op and op.lstrip("-").isdigit() else []
 
 
 def expected_instructions(build: Build, samples: int) -> int:
