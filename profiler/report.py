@@ -122,7 +122,8 @@ def print_table(report: dict[str, Any]) -> None:
 
     t = Table(title=f"{Path(report['model']).name} on {report['board']} (cost in {report['cost_unit']})")
     for h in HEADERS:
-        t.add_column(h, justify="right" if h in ("#", "MACs", "cost", "share", "MACs/cost") else "left")
+        t.add_column(h, justify="right" if h in ("#", "MACs", "cost", "share", "MACs/cost") else "left",
+                     overflow="fold")
     for r in table_rows(report):
         t.add_row(*r)
     console = Console(width=max(100, Console().width))

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import sys
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,7 +14,8 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-DIGITS_YAML = REPO / "examples" / "digits" / "pipeline.yaml"
+if sys.path[:1] != [str(REPO)]:  # before tests/ (on sys.path for this file), whose targets/ would shadow ours
+    sys.path.insert(0, str(REPO))
 
 
 def _need_board(name: str) -> None:

@@ -52,31 +52,32 @@ def _align(n: int, a: int) -> int:
 def lifetimes(graph: Graph, scratch: Mapping[str, int]) -> tuple[list[Buffer], dict[str, str]]:
     """Buffers of every activation (views merged into their source) and of every op's scratch.
 
+    Steps count executed ops only (views run no code), so step k is the k-th kernel call.
     scratch: node name -> scratch bytes (0 or absent for none). Returns (buffers, tensor->buffer).
     """
-    root: dict[str, str] = {}
-    for name in graph.inputs:
-        root[name] = name
-    for node in graph.nodes:
-        for o in node.outputs:
-            root[o] = root[node.inputs[0]] if opdef(node).is_view else o
-    first: dict[str, int] = {b: 0 for b in set(root[i] for i in graph.inputs)}
+    root: dict[str, str] = {name: name for name in graph.inputs}
+    first: dict[str, int] = {name: 0 for name in graph.inputs}
     last: dict[str, int] = dict(first)
-    end = len(graph.nodes) - 1
-    for i, node in enumerate(graph.nodes):
+    step = -1
+    scratch_buffers = []
+    for node in graph.nodes:
+        if opdef(node).is_view:
+            for o in node.outputs:
+                root[o] = root[node.inputs[0]]
+            continue
+        step += 1
         for t in node.inputs:
             if t in root:
-                last[root[t]] = max(last.get(root[t], i), i)
+                last[root[t]] = max(last[root[t]], step)
         for o in node.outputs:
-            first.setdefault(root[o], i)
-            last[root[o]] = max(last.get(root[o], i), i)
-    for o in graph.outputs:
-        last[root[o]] = end  # copied out after the last op
-    buffers = [Buffer(b, graph.t(b).nbytes, first[b], last[b]) for b in sorted(first, key=lambda b: (first[b], b))]
-    for i, node in enumerate(graph.nodes):
+            root[o] = o
+            first[o], last[o] = step, step
         if scratch.get(node.name, 0) > 0:
-            buffers.append(Buffer(f"scratch:{node.name}", scratch[node.name], i, i))
-    return buffers, root
+            scratch_buffers.append(Buffer(f"scratch:{node.name}", scratch[node.name], step, step))
+    for o in graph.outputs:
+        last[root[o]] = max(step, 0)  # copied out after the last op
+    buffers = [Buffer(b, graph.t(b).nbytes, first[b], last[b]) for b in sorted(first, key=lambda b: (first[b], b))]
+    return buffers + scratch_buffers, root
 
 
 def live_bound(buffers: list[Buffer], alignment: int) -> int:

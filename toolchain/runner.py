@@ -7,6 +7,7 @@ Exit statuses decided here: 0 pass, 1 verification mismatch or a failed YAML gat
 from __future__ import annotations
 
 import hashlib
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -114,12 +115,16 @@ def run_and_verify(build: Build) -> Outcome:
     data = load_data(data_path, build.graph_f32, cfg.preprocess)
     q = quantize_inputs(data, g)
     samples = write_inputs(build.fw_dir / "inputs.bin", q, g)
-    expected = [np.stack(x) for x in zip(*[[r[o] for o in g.outputs] for r in
-                                           (interpret(g, {k: v[i] for k, v in q.items()}) for i in range(samples))])]
     out_file = build.fw_dir / "outputs.bin"
     out_file.unlink(missing_ok=True)
     timeout = target.run_timeout_s(expected_instructions(build, samples))
-    log = run_firmware(target, build.firmware.elf, cwd=build.fw_dir, timeout_s=timeout, marks=MARK_SYMBOLS)
+    with ThreadPoolExecutor(max_workers=1) as pool:  # the board runs while Python computes the references
+        pending = pool.submit(run_firmware, target, build.firmware.elf, cwd=build.fw_dir, timeout_s=timeout,
+                              marks=MARK_SYMBOLS)
+        runs = [interpret(g, {k: v[i] for k, v in q.items()}) for i in range(samples)]
+        expected = [np.stack([r[o] for r in runs]) for o in g.outputs]
+        floats = float_reference(cfg.model, data)
+        log = pending.result()
     log_text = f"$ {' '.join(log.command)}\n--- stdout\n{log.stdout}--- stderr\n{log.stderr}"
     (build.fw_dir / "run.log").write_text(log_text, encoding="utf-8")
     ops = static_ops(build)
@@ -150,7 +155,6 @@ def run_and_verify(build: Build) -> Outcome:
                 else from_clock(log.stdout, n_ops)
         except ProfileError as e:
             status, fault = "fault", {"reason": f"profile: {e}", "op": -1, "op_name": None}
-    floats = float_reference(cfg.model, data)
     verification = _verification(build, got, expected, floats, samples, str(data_path))
     if status == "pass" and not verification["bit_exact"]:
         status = "mismatch"

@@ -96,9 +96,9 @@ class GraphBuilder:
         win = Window((k, k), tuple(stride), (1, 1), tuple(pads))
         return self.node(OpKind.DEPTHWISE_CONV2D, [x, wn, bn], DepthwiseConv2DAttrs(win, mult, act), **kw)
 
-    def fc(self, x: str, out: int, act=NO_ACT, **kw) -> str:
+    def fc(self, x: str, units: int, act=NO_ACT, **kw) -> str:
         k = self.tensors[x].shape[1]
-        return self.node(OpKind.FULLY_CONNECTED, [x, self.rand((out, k)), self.rand((out,))],
+        return self.node(OpKind.FULLY_CONNECTED, [x, self.rand((units, k)), self.rand((units,))],
                          FullyConnectedAttrs(act), **kw)
 
     def add(self, a: str, b: str, act=NO_ACT, **kw) -> str:

@@ -79,6 +79,9 @@ def conv_f32(x: np.ndarray, w: np.ndarray, b: np.ndarray | None, win: Window, gr
     for ky in range(kh):
         for kx in range(kw):
             tap = xp[:, ky * dh: ky * dh + (oh - 1) * sh + 1: sh, kx * dw: kx * dw + (ow - 1) * sw + 1: sw, :]
+            if gin == 1 and gout == 1:  # depthwise: one channel per group, no matmul needed
+                y += tap * w[:, ky, kx, 0].astype(np.float64)
+                continue
             for g in range(groups):
                 xs = tap[..., g * gin:(g + 1) * gin]
                 ws = w[g * gout:(g + 1) * gout, ky, kx, :].astype(np.float64)

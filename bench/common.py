@@ -1,0 +1,116 @@
+"""Shared by the bench/ scripts: the environment header, one `edgecc run` as a subprocess, and
+the fields a benchmark row takes from report.json."""
+from __future__ import annotations
+
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+RESULTS = REPO / "bench" / "results"
+MODELS = {
+    "ic_resnet8_float": REPO / "tests" / "models" / "ic_resnet8_float.yaml",
+    "vww_mobilenet_float": REPO / "tests" / "models" / "vww_mobilenet_float.yaml",
+}
+BOARDS = ["host", "mps2-an386", "mps2-an500", "mps2-an505", "mps3-an547", "aarch64", "aarch64-v80"]
+TOOLS = ["gcc", "arm-none-eabi-gcc", "aarch64-linux-gnu-gcc", "qemu-system-arm", "qemu-aarch64"]
+
+
+def _first_line(cmd: list[str]) -> str | None:
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    lines = (p.stdout or p.stderr).strip().splitlines()
+    return lines[0].strip() if lines else None
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def header(parallel_jobs: int) -> dict[str, Any]:
+    """Where and with what the numbers were measured."""
+    from toolchain import __version__
+
+    commit = _first_line(["git", "-C", str(REPO), "rev-parse", "HEAD"])
+    dirty = _first_line(["git", "-C", str(REPO), "status", "--porcelain", "--untracked-files=no"])
+    return {
+        "date_utc": _first_line(["date", "-u"]),
+        "machine": {"nproc": os.cpu_count(), "cpu_model": _cpu_model(), "platform": platform.platform()},
+        "tools": {t: _first_line([t, "--version"]) for t in TOOLS},
+        "edgecc": {"version": __version__, "git_commit": commit, "worktree_dirty": bool(dirty)},
+        "python": sys.version.split()[0],
+        "parallel_jobs": parallel_jobs,
+    }
+
+
+def edgecc_run(config: Path, board: str, out: Path, *extra: str, timeout_s: float = 1800) -> dict[str, Any]:
+    """`edgecc run CONFIG --board BOARD --out OUT --quiet [extra]` as a subprocess: exit status,
+    wall seconds of the whole job, stderr tail and the parsed report (None if not written)."""
+    cmd = [sys.executable, "-m", "toolchain.cli", "run", str(config), "--board", board, "--out", str(out),
+           "--quiet", *extra]
+    t0 = time.perf_counter()
+    p = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=timeout_s, check=False)
+    wall = time.perf_counter() - t0
+    rj = out / "report.json"
+    report = json.loads(rj.read_text()) if rj.is_file() else None
+    return {"exit_code": p.returncode, "job_wall_s": round(wall, 2), "stderr": p.stderr[-2000:],
+            "stdout": p.stdout[-500:], "report": report}
+
+
+def row(board: str, model: str, job: dict[str, Any]) -> dict[str, Any]:
+    """The benchmark fields of one (board, model) job."""
+    r = job["report"]
+    base = {"model": model, "board": board, "exit_code": job["exit_code"], "job_wall_s": job["job_wall_s"]}
+    if r is None:
+        return {**base, "status": "no report", "stderr": job["stderr"]}
+    v, t = r["verification"], r["timings_s"]
+    macs = sum(op["macs"] for op in r["ops"])
+    instr = r["total_instructions"]
+    return {
+        **base,
+        "status": r["status"],
+        "build_python_s": t.get("build_python"),
+        "build_gcc_s": t.get("build_gcc"),
+        "run_s": t.get("run"),
+        "samples": v.get("samples"),
+        "arena_bytes": r["arena_bytes"],
+        "flash_bytes": r["flash_bytes"],
+        "harness_bytes": r["harness_bytes"],
+        "cost_unit": r["cost_unit"],
+        "total_instructions": instr,
+        "host_us_per_inference": r["total_cost"] if r["cost_unit"] == "us" else None,
+        "macs": macs,
+        "macs_per_instruction": (macs / instr) if instr else None,
+        "top1_agreement": v.get("top1_agreement"),
+        "sqnr_db": v.get("sqnr_db"),
+        "sqnr_db_per_output": v.get("sqnr_db_per_output"),
+        "bit_exact": v.get("bit_exact"),
+        "mismatches": v.get("mismatches"),
+        "fault": r.get("fault"),
+        "kernels": sorted({op["kernel"] for op in r["ops"]}),
+    }
+
+
+def fmt(v: Any, digits: int = 2) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, bool):
+        return "yes" if v else "NO"
+    if isinstance(v, float):
+        return f"{v:,.{digits}f}"
+    if isinstance(v, int):
+        return f"{v:,}"
+    return str(v)
