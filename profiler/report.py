@@ -96,13 +96,16 @@ def summary_lines(report: dict[str, Any]) -> list[str]:
         f"arena {report['arena_bytes']:,} B (live-set bound {m['lower_bound_bytes']:,} B, naive {m['naive_bytes']:,} B, "
         f"planner {m['planner']}); flash {report['flash_bytes']:,} B (model library); harness {report['harness_bytes']:,} B",
     ]
-    if v.get("samples"):
+    if report["status"] in ("fault", "timeout"):
+        lines.append("verification: not done, the run did not complete (see fw/run.log)")
+    elif v.get("samples"):
         lines.append(f"verification vs {v['reference']}: {'bit-exact' if v['bit_exact'] else 'MISMATCH'} on "
                      f"{v['samples']} samples; top-1 agreement with float {_fmt(v.get('top1_agreement'), 4)}, "
                      f"SQNR {_fmt(v.get('sqnr_db'), 1)} dB")
     if report.get("fault"):
         f = report["fault"]
-        lines.append(f"FAULT: {f.get('reason')} while running op {f.get('op')} ({f.get('op_name', '?')})")
+        where = f" in {f['function']}()" if f.get("function") else ""
+        lines.append(f"FAULT: {f.get('reason')}{where} while running op {f.get('op')} ({f.get('op_name') or 'none'})")
     return lines
 
 

@@ -28,6 +28,21 @@ _SYSTEM_ARGS = ("-nographic", "-monitor", "none", "-serial", "null")
 _PLUGIN_LOAD_ERRORS = ("Failed to load plugin", "plugin requires API version", "does not declare API version")
 
 
+def function_at(target: Target, elf: Path, address: int) -> str | None:
+    """Name of the function whose code contains `address` (the nearest text symbol at or below it,
+    via the board's nm; None when nm fails or nothing precedes it). Used to name a faulting PC."""
+    try:
+        proc = subprocess.run([target.nm, "--defined-only", "-n", str(elf)], capture_output=True, text=True, check=False)
+    except FileNotFoundError:
+        return None
+    best = None
+    for line in proc.stdout.splitlines():
+        parts = line.split()
+        if len(parts) == 3 and parts[1] in "tT" and (int(parts[0], 16) & ~1) <= address:
+            best = parts[2]
+    return best
+
+
 def symbol_addresses(target: Target, elf: Path, names: Sequence[str]) -> list[int]:
     """Addresses of the functions `names` in `elf`, via the board's nm (bytes, Thumb bit cleared).
 

@@ -17,7 +17,7 @@ import numpy as np
 from profiler.parse import MARK_SYMBOLS, OpCosts, ProfileError, from_clock, from_marks
 from profiler.report import build_report
 from targets import TimeSource
-from targets.qemu import run_firmware
+from targets.qemu import function_at, run_firmware
 from toolchain import __version__
 from toolchain.data import load_data, quantize_inputs
 from toolchain.interpret import interpret
@@ -135,6 +135,8 @@ def run_and_verify(build: Build) -> Outcome:
                                                        f"EXIT {log.returncode}", "op": -1}
         if log.timed_out:
             fault["timeout_s"] = round(timeout, 1)
+        if fault.get("pc") is not None:
+            fault["function"] = function_at(target, build.firmware.elf, int(fault["pc"]))
         op = int(fault.get("op", -1))
         fault["op_name"] = ops[op]["name"] if 0 <= op < len(ops) else None
     else:

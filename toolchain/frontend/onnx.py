@@ -86,8 +86,6 @@ def conv(b: Builder, X, W, B=None, *, auto_pad="NOTSET", dilations=None, group=1
 
 @converter("Gemm")
 def gemm(b: Builder, A, B, C=None, *, alpha=1.0, beta=1.0, transA=0, transB=0):
-    if transA:
-        raise b.unsupported("transA=1 on an activation input")
     w = b.const(B, "B") * np.float32(alpha)
     w = w if transB else w.T
     n = w.shape[0]
@@ -100,6 +98,8 @@ def gemm(b: Builder, A, B, C=None, *, alpha=1.0, beta=1.0, transA=0, transB=0):
     x = b.onnx_order(A)
     if len(b.shape(x)) != 2:
         raise b.unsupported(f"input of rank {len(b.shape(x))} (Gemm needs 2-D)")
+    if transA:  # an activation [K, M]: transpose it (a copy, or a free view when M == 1)
+        x = b.transpose_to(x, (1, 0))
     args = [x, b.add_const("w", np.ascontiguousarray(w)), b.add_const("b", bias)]
     return b.emit(OpKind.FULLY_CONNECTED, args, FullyConnectedAttrs(NO_ACT))
 

@@ -108,10 +108,15 @@ class Builder:
         v = self.val(name)
         return self._transpose(v.name, TO_NCHW) if v.nhwc else v.name
 
+    def transpose_to(self, ir_name: str, perm: tuple[int, ...]) -> str:
+        """IR tensor `ir_name` permuted by `perm` (a Transpose node, cached per tensor and perm)."""
+        return self._transpose(ir_name, perm)
+
     def _transpose(self, ir_name: str, perm: tuple[int, ...]) -> str:
         key = (ir_name, perm)
         if key not in self._cache:
-            out = fresh_name(self.tensors, f"{ir_name}_{'nhwc' if perm == TO_NHWC else 'nchw'}")
+            suffix = {TO_NHWC: "nhwc", TO_NCHW: "nchw"}.get(perm, "t")
+            out = fresh_name(self.tensors, f"{ir_name}_{suffix}")
             self._add_node(OpKind.TRANSPOSE, [ir_name], TransposeAttrs(perm), out)
             self._cache[key] = out
         return self._cache[key]

@@ -1,0 +1,89 @@
+"""Issue 3 point 3, out of sample: calibrate our INT8 PTQ on one part of the images and measure
+top-1 agreement with the float model on the other part, which calibration never saw.
+
+- ResNet-8: calibrate on CIFAR images 0..99, verify on 100..199 (two .npz files, key `images`).
+- VWW: calibrate on the first 150 JPEGs by name, verify on the other 150 (two folders of symlinks).
+
+Runs on `host` (native, fastest); the verification is still bit-exact against the numpy int8
+interpreter. Thresholds are set from measurement with a margin of about two images (see
+HOLDOUT below and bench/results/quant_holdout.md), so a real loss of quality fails.
+"""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+from e2e_helpers import finish
+
+TESTS = Path(__file__).resolve().parents[1]
+DATA = TESTS.parents[1] / "shared" / "data"
+BOARD = "host"
+# model -> (YAML, verification samples, minimum out-of-sample top-1 agreement).
+# Measured (host, bit-exact): see bench/results/quant_holdout.md.
+HOLDOUT = {
+    "ic_resnet8_float": (TESTS / "models" / "ic_resnet8_float.yaml", 100, 0.96),
+    "vww_mobilenet_float": (TESTS / "models" / "vww_mobilenet_float.yaml", 150, 0.98),
+}
+MIN_SQNR_DB = 20.0
+
+
+def _split_cifar(tmp: Path) -> tuple[Path, Path]:
+    images = np.load(DATA / "cifar10_calib_200.npz")["images"]
+    assert images.shape == (200, 32, 32, 3) and images.dtype == np.uint8
+    calib, verify = tmp / "calib.npz", tmp / "verify.npz"
+    np.savez(calib, images=images[:100])
+    np.savez(verify, images=images[100:])
+    return calib, verify
+
+
+def _split_vww(tmp: Path) -> tuple[Path, Path]:
+    files = sorted(p for p in (DATA / "vww_calib").iterdir() if p.suffix.lower() == ".jpg")
+    assert len(files) == 300
+    calib, verify = tmp / "calib", tmp / "verify"
+    for folder, part in ((calib, files[:150]), (verify, files[150:])):
+        folder.mkdir()
+        for f in part:
+            (folder / f.name).symlink_to(f.resolve())
+    return calib, verify
+
+
+@pytest.fixture(scope="module")
+def holdout_run(tmp_path_factory, edgecc, need_board):
+    """holdout_run(model) -> (Job, calibration path, verification path), once per module."""
+    cache: dict = {}
+
+    def get(model: str):
+        need_board(BOARD)
+        if model not in cache:
+            tmp = tmp_path_factory.mktemp(f"holdout-{model}")
+            calib, verify = (_split_cifar if model.startswith("ic_") else _split_vww)(tmp)
+            out = tmp / "out"
+            with pytest.MonkeyPatch.context() as mp:
+                mp.delenv("EDGECC_DEBUG_FAULT_AT_OP", raising=False)
+                res = edgecc("run", HOLDOUT[model][0], "--board", BOARD, "--calibration", calib,
+                             "--verify", verify, "--out", out, "--quiet")
+            cache[model] = (finish(res, out), calib, verify)
+        return cache[model]
+
+    return get
+
+
+@pytest.mark.parametrize("model", list(HOLDOUT))
+def test_holdout_agreement(holdout_run, model, record_property):
+    job, calib, verify = holdout_run(model)
+    r = job.report
+    assert r is not None, f"no report.json; exit {job.code}; stderr:\n{job.err}"
+    assert job.code == 0, f"edgecc run exited {job.code} (status {r['status']}); stderr:\n{job.err}"
+    v = r["verification"]
+    _, samples, bar = HOLDOUT[model]
+    # the run really verified on the held-out part only
+    assert v["samples"] == samples and Path(v["data"]) == verify
+    assert v["bit_exact"] is True
+    agree, sqnr = v["top1_agreement"], v["sqnr_db"]
+    record_property("top1_agreement", agree)
+    record_property("sqnr_db", sqnr)
+    print(f"{model} out of sample: top-1 agreement {agree:.4f} on {samples} held-out images, SQNR {sqnr:.2f} dB")
+    assert agree >= bar, f"{model}: out-of-sample top-1 agreement {agree} < {bar}"
+    assert math.isfinite(sqnr) and sqnr >= MIN_SQNR_DB, f"{model}: out-of-sample SQNR {sqnr} dB"
