@@ -63,6 +63,12 @@ class ModelContext:
     calls: tuple[KernelCall, ...]
     consts: tuple[ConstArray, ...]
     kernel_templates: tuple[str, ...]
+    kernel_headers: tuple[str, ...] = ()
+
+    @property
+    def kernel_header_names(self) -> tuple[str, ...]:
+        """File names of the extra kernel headers, as model.c includes them."""
+        return tuple(h.rsplit("/", 1)[-1] for h in self.kernel_headers)
 
 
 def build_context(graph: Graph, plan: MemoryPlan, variants: dict[str, KernelVariant], stamp: str,
@@ -78,7 +84,7 @@ def build_context(graph: Graph, plan: MemoryPlan, variants: dict[str, KernelVari
         variant = variants[node.name]
         scratch_key = f"scratch:{node.name}"
         args = [f"(a + {plan.offsets[scratch_key]})" if scratch_key in plan.offsets else "NULL"]
-        for arg in op.kernel_args(node, graph):
+        for arg in (variant.args or op.kernel_args)(node, graph):
             if arg.kind == "int":
                 args.append(c_int(arg.value))
             elif arg.kind == "act":
@@ -105,5 +111,6 @@ def build_context(graph: Graph, plan: MemoryPlan, variants: dict[str, KernelVari
                                 t.quant.s, t.quant.zp))
         ios.append(tuple(views))
     templates = tuple(sorted({v.template for v in variants.values()}))
+    headers = tuple(sorted({h for v in variants.values() for h in v.headers}))
     return ModelContext(stamp, plan.arena_bytes, plan.alignment, weights_section, ios[0], ios[1], tuple(calls),
-                        tuple(consts.values()), templates)
+                        tuple(consts.values()), templates, headers)

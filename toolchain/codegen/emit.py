@@ -39,7 +39,7 @@ def emit_library(ctx: ModelContext, lib_dir: Path) -> list[Path]:
     """Write the deployable model library; returns the C sources (model, weights, kernels)."""
     env = template_env()
     lib_dir.mkdir(parents=True, exist_ok=True)
-    for header in (*KERNEL_HEADERS, "ecc_profile.h"):
+    for header in (*KERNEL_HEADERS, *ctx.kernel_headers, "ecc_profile.h"):
         _write(lib_dir / Path(header).name, (TEMPLATE_DIR / header).read_text(encoding="utf-8"))
     for name in ("model.h", "weights.h"):
         _write(lib_dir / name, env.get_template(f"{name}.j2").render(ctx=ctx))

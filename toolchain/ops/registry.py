@@ -65,6 +65,11 @@ class KernelVariant:
     function: str
     applies: Callable[[Node, Graph], bool] = lambda node, graph: True
     scratch_bytes: Callable[[Node, Graph], int] = lambda node, graph: 0
+    # The variant's own argument list when it differs from OpDef.kernel_args (e.g. weights
+    # re-packed offline into the order the kernel reads them); None = the op's kernel_args.
+    args: Callable[[Node, Graph], list["CArg"]] | None = None
+    # Extra headers (paths under c_templates/kernels/) the kernel includes, copied into OUT/lib.
+    headers: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
