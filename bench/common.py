@@ -40,8 +40,9 @@ def _cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
-def header(parallel_jobs: int) -> dict[str, Any]:
-    """Where and with what the numbers were measured."""
+def header(parallel_jobs: int, loadavg_start: tuple[float, ...] | None = None) -> dict[str, Any]:
+    """Where and with what the numbers were measured (loadavg: 1/5/15-minute load of the whole
+    machine at the start and at the end, since other work on a shared machine slows QEMU runs)."""
     from toolchain import __version__
 
     commit = _first_line(["git", "-C", str(REPO), "rev-parse", "HEAD"])
@@ -53,6 +54,8 @@ def header(parallel_jobs: int) -> dict[str, Any]:
         "edgecc": {"version": __version__, "git_commit": commit, "worktree_dirty": bool(dirty)},
         "python": sys.version.split()[0],
         "parallel_jobs": parallel_jobs,
+        "loadavg_start": [round(x, 2) for x in loadavg_start] if loadavg_start else None,
+        "loadavg_end": [round(x, 2) for x in os.getloadavg()],
     }
 
 

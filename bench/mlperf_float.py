@@ -11,6 +11,7 @@ Exit status 0 when every job passed bit-exact verification, else 1.
 from __future__ import annotations
 
 import argparse
+import os
 import json
 import sys
 import tempfile
@@ -42,7 +43,9 @@ def markdown(doc: dict) -> str:
            f"Measured {h['date_utc']} on {h['machine']['cpu_model']} ({h['machine']['nproc']} cores), "
            f"edgecc {h['edgecc']['version']} at {h['edgecc']['git_commit'][:12]}"
            f"{' (uncommitted changes in the tree)' if h['edgecc']['worktree_dirty'] else ''}; "
-           + ", ".join(f"{v}" for v in h["tools"].values() if v) + ".", "",
+           + ", ".join(f"{v}" for v in h["tools"].values() if v) + ". "
+           f"{h['parallel_jobs']} benchmark job(s) in parallel; machine load average (1 min) "
+           f"{(h.get('loadavg_start') or ['?'])[0]} at the start, {h['loadavg_end'][0]} at the end.", "",
            "Re-run: `/work/venv/bin/python bench/mlperf_float.py` (see bench/README.md).", ""]
     cols = ["board", "status", "bit-exact", "samples", "top-1 agreement (%)", "SQNR (dB)",
             "instructions / inference", "host time / inference (µs)", "MACs / instr",
@@ -77,6 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--results", type=Path, default=RESULTS, help="folder for mlperf_float.json/.md")
     ap.add_argument("--keep", type=Path, help="keep every OUT folder under this directory")
     args = ap.parse_args(argv)
+    load0 = os.getloadavg()
     boards, models = args.boards.split(","), args.models.split(",")
     for m in models:
         if m not in MODELS:
@@ -100,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
     order = {(m, b): i for i, (m, b) in enumerate((m, b) for m in models for b in boards)}
     done.sort(key=lambda r: order[(r["model"], r["board"])])
 
-    head = header(args.jobs)
+    head = header(args.jobs, load0)
     doc = {"header": head, "models": models, "boards": boards,
            "note": NOTE.format(jobs=args.jobs, nproc=head["machine"]["nproc"]), "rows": done}
     args.results.mkdir(parents=True, exist_ok=True)

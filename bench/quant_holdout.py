@@ -13,6 +13,7 @@ Writes bench/results/quant_holdout.json and bench/results/quant_holdout.md.
 from __future__ import annotations
 
 import argparse
+import os
 import json
 import sys
 import tempfile
@@ -50,6 +51,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--board", default="host")
     ap.add_argument("--results", type=Path, default=RESULTS)
     args = ap.parse_args(argv)
+    load0 = os.getloadavg()
     work = Path(tempfile.mkdtemp(prefix="edgecc-holdout-"))
     rows = []
     for model, yaml in MODELS.items():
@@ -65,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{model:<20} fold {fold:<9} exit {r['exit_code']} samples {r.get('samples')} "
                   f"agree {fmt(r.get('top1_agreement'), 4)} sqnr {fmt(r.get('sqnr_db'))}", flush=True)
             rows.append(r)
-    doc = {"header": header(1), "board": args.board, "rows": rows}
+    doc = {"header": header(1, load0), "board": args.board, "rows": rows}
     args.results.mkdir(parents=True, exist_ok=True)
     (args.results / "quant_holdout.json").write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
     h = doc["header"]

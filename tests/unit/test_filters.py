@@ -80,9 +80,6 @@ def test_cnames_with_prefix_leading_digit():
     assert C_IDENT.match(CNames("t_")("1x"))
 
 
-@pytest.mark.xfail(strict=True, reason="latent BUG toolchain/codegen/cnames.py:25: with an empty prefix (as "
-                   "context.py uses for I/O names) a name starting with a digit stays invalid C ('1x'); prefix "
-                   "'_' or 't_' when the sanitized base starts with a digit")
 def test_cnames_without_prefix_leading_digit():
     assert C_IDENT.match(CNames("")("1x"))
 

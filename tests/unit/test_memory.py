@@ -42,39 +42,40 @@ def independent_check(plan):
 
 # ---- hand cases with exact offsets ----------------------------------------------------------
 HAND = [
-    # (buffers as (name, size, first, last), alignment, expected offsets, expected arena)
+    # (buffers as (name, size, first, last), alignment, expected offsets, expected arena, arena is optimal)
     ([("A", 100, 0, 1), ("B", 50, 1, 2), ("C", 100, 2, 3)], 4,
-     {"A": 0, "C": 0, "B": 100}, 152),
+     {"A": 0, "C": 0, "B": 100}, 152, True),
     ([("A", 64, 0, 2), ("B", 32, 0, 0), ("C", 32, 1, 2), ("D", 16, 0, 2)], 16,
-     {"A": 0, "B": 64, "C": 64, "D": 96}, 112),
-    # D fits in the gap left at step 1 between B (ends at 100) and nothing: A and C are not live then
+     {"A": 0, "B": 64, "C": 64, "D": 96}, 112, True),
+    # A, C and D share bytes: never live at the same step
     ([("A", 80, 0, 0), ("B", 100, 0, 2), ("C", 80, 2, 2), ("D", 20, 1, 1)], 4,
-     {"B": 0, "A": 100, "C": 100, "D": 100}, 180),
+     {"B": 0, "A": 100, "C": 100, "D": 100}, 180, True),
     # everything live together: stacked largest first, each at the aligned end of the previous
     ([("X", 100, 0, 2), ("Y", 50, 0, 2), ("H", 10, 0, 0), ("D", 30, 0, 2)], 4,
-     {"X": 0, "Y": 100, "D": 152, "H": 184}, 196),
+     {"X": 0, "Y": 100, "D": 152, "H": 184}, 196, True),
     # D (40) slides into the 40-byte hole between C [0,60) and B [100,200) at step 1
     ([("A", 100, 0, 0), ("B", 100, 0, 1), ("C", 60, 1, 1), ("D", 40, 1, 1)], 4,
-     {"A": 0, "B": 100, "C": 0, "D": 60}, 200),
-    # one byte more and it no longer fits the hole
+     {"A": 0, "B": 100, "C": 0, "D": 60}, 200, True),
+    # one byte more and it no longer fits the hole: greedy gives 241 where 201 is possible
     ([("A", 100, 0, 0), ("B", 100, 0, 1), ("C", 60, 1, 1), ("D", 41, 1, 1)], 1,
-     {"A": 0, "B": 100, "C": 0, "D": 200}, 241),
+     {"A": 0, "B": 100, "C": 0, "D": 200}, 241, False),
     # sizes not a multiple of the alignment: the aligned size is reserved
-    ([("A", 10, 0, 1), ("B", 10, 0, 1)], 16, {"A": 0, "B": 16}, 32),
-    ([("A", 10, 0, 1), ("B", 10, 0, 1)], 4, {"A": 0, "B": 12}, 24),
-    ([("A", 1, 0, 0), ("B", 1, 1, 1), ("C", 1, 0, 1)], 256, {"A": 0, "B": 0, "C": 256}, 512),
+    ([("A", 10, 0, 1), ("B", 10, 0, 1)], 16, {"A": 0, "B": 16}, 32, True),
+    ([("A", 10, 0, 1), ("B", 10, 0, 1)], 4, {"A": 0, "B": 12}, 24, True),
+    ([("A", 1, 0, 0), ("B", 1, 1, 1), ("C", 1, 0, 1)], 256, {"A": 0, "B": 0, "C": 256}, 512, True),
     # equal sizes: earlier first, then name
-    ([("b", 8, 0, 1), ("a", 8, 0, 1), ("c", 8, 1, 2)], 8, {"a": 0, "b": 8, "c": 16}, 24),
+    ([("b", 8, 0, 1), ("a", 8, 0, 1), ("c", 8, 1, 2)], 8, {"a": 0, "b": 8, "c": 16}, 24, True),
 ]
 
 
 @pytest.mark.parametrize("case", range(len(HAND)))
 def test_greedy_by_size_hand_cases(case):
-    spec, alignment, want, arena = HAND[case]
+    spec, alignment, want, arena, optimal = HAND[case]
     buffers = [Buffer(*b) for b in spec]
     assert plan_greedy_by_size(buffers, alignment) == want
     plan = make_plan(buffers, alignment)
     assert plan.arena_bytes == arena
+    assert (plan.arena_bytes == live_bound(buffers, alignment)) == optimal
     check_no_overlap(plan)
     independent_check(plan)
 

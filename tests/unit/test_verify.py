@@ -7,7 +7,8 @@ import pytest
 
 from graph_builder import GraphBuilder
 from toolchain.ir import DType, Graph, Node, Tensor
-from toolchain.ir.verify import verify
+from toolchain.ir.verify import verify as _verify
+from toolchain.ops.registry import opdef
 from toolchain.ops.add import AddAttrs
 from toolchain.ops.clamp import ClampAttrs
 from toolchain.ops.registry import OpKind
@@ -15,6 +16,10 @@ from toolchain.ops.shape_ops import ReshapeAttrs
 
 F = DType.FLOAT32
 RELU = ClampAttrs(0.0, math.inf)
+
+
+def verify(graph, after=""):
+    return _verify(graph, lambda node, g: opdef(node).infer_shapes(node, g), after=after)
 
 
 def _t(name, shape=(1, 4), data=None):

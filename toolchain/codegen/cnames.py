@@ -23,6 +23,8 @@ class CNames:
     def __call__(self, name: str) -> str:
         if name not in self._map:
             base = self.prefix + (re.sub(r"[^0-9A-Za-z_]", "_", name).strip("_") or "t")
+            if base[0].isdigit():  # a C identifier cannot start with a digit
+                base = "t_" + base
             cand, i = base, 1
             while cand in self._used or cand in C_KEYWORDS:
                 cand, i = f"{base}_{i}", i + 1

@@ -75,6 +75,7 @@ def build_context(graph: Graph, plan: MemoryPlan, variants: dict[str, KernelVari
                   weights_section: str = ".weights") -> ModelContext:
     """Resolve every kernel argument to C: arena offsets, constant symbols, literals."""
     wnames = CNames("ecc_w_")
+    pnames = CNames("ecc_p_")  # derived arrays get their own namespace: no clash with tensor names
     consts: dict[str, ConstArray] = {}
     calls = []
     for node in graph.nodes:
@@ -95,19 +96,19 @@ def build_context(graph: Graph, plan: MemoryPlan, variants: dict[str, KernelVari
                 consts.setdefault(sym, ConstArray(sym, t.dtype.c, t.data))
                 args.append(sym)
             elif arg.kind == "array":
-                sym = wnames(f"{node.name}_{arg.name}")
+                sym = pnames(f"{node.name}_{arg.name}")
                 consts.setdefault(sym, ConstArray(sym, "int32_t", np.asarray(arg.value, np.int32)))
                 args.append(sym)
             else:
                 args.append("NULL")
         calls.append(KernelCall(len(calls), node.name, node.op.value, variant.function, tuple(args)))
-    pnames = CNames("")
+    ionames = CNames("")
     ios = []
     for names, kind in ((graph.inputs, "input"), (graph.outputs, "output")):
         views = []
         for i, name in enumerate(names):
             t = graph.t(name)
-            views.append(IOView(pnames(f"{kind}{i}"), name, plan.offset_of(name), t.nbytes, t.shape,
+            views.append(IOView(ionames(f"{kind}{i}"), name, plan.offset_of(name), t.nbytes, t.shape,
                                 t.quant.s, t.quant.zp))
         ios.append(tuple(views))
     templates = tuple(sorted({v.template for v in variants.values()}))

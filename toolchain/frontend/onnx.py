@@ -171,8 +171,9 @@ def batch_normalization(b: Builder, X, scale, B, input_mean, input_var, *, epsil
         raise b.unsupported("training_mode=1")
     params = [b.add_const(n, b.const(v, n)) for n, v in
               (("scale", scale), ("bias", B), ("mean", input_mean), ("var", input_var))]
-    x = b.nhwc(X) if len(b.onnx_shape(X)) == 4 else b.onnx_order(X)
-    return b.emit(OpKind.BATCH_NORM, [x, *params], BatchNormAttrs(float(epsilon)), nhwc=b.is_nhwc_name(x))
+    four_d = len(b.onnx_shape(X)) == 4
+    x = b.nhwc(X) if four_d else b.onnx_order(X)
+    return b.emit(OpKind.BATCH_NORM, [x, *params], BatchNormAttrs(float(epsilon)), nhwc=four_d)
 
 
 @converter("Flatten")
@@ -214,11 +215,15 @@ def softmax(b: Builder, input, *, axis=None):  # noqa: A002
     shape = b.onnx_shape(input)
     default = -1 if b.opset >= 13 else 1
     ax = (default if axis is None else axis) % len(shape)
-    if b.opset < 13 and ax != len(shape) - 1 and any(s != 1 for s in shape[ax + 1:]):
-        raise b.unsupported(f"coerced-2D Softmax over axes {ax}.. (only the last axis)")
-    if b.opset >= 13 and ax != len(shape) - 1:
+    x = b.onnx_order(input)
+    if b.opset < 13 and ax != len(shape) - 1:  # Softmax-11: over the flattened axes [ax:]
+        rows = int(np.prod(shape[:ax], dtype=np.int64))
+        x = b.reshape_to(x, (rows, int(np.prod(shape[ax:], dtype=np.int64))))
+        y = b.emit(OpKind.SOFTMAX, [x], SoftmaxAttrs(1.0), intermediate=True)
+        return b.emit(OpKind.RESHAPE, [y], ReshapeAttrs(tuple(shape)))
+    if ax != len(shape) - 1:
         raise b.unsupported(f"Softmax over axis {ax} (only the last axis)")
-    return b.emit(OpKind.SOFTMAX, [b.onnx_order(input)], SoftmaxAttrs(1.0))
+    return b.emit(OpKind.SOFTMAX, [x], SoftmaxAttrs(1.0))
 
 
 @converter("Transpose")

@@ -19,7 +19,7 @@ from toolchain.errors import UnsupportedModel
 from toolchain.ir import DType, Graph, Node, Tensor
 from toolchain.ir.graph import fresh_name
 from toolchain.ops.registry import OpKind, opdef
-from toolchain.ops.shape_ops import TransposeAttrs
+from toolchain.ops.shape_ops import ReshapeAttrs, TransposeAttrs
 
 TO_NHWC = (0, 2, 3, 1)
 TO_NCHW = (0, 3, 1, 2)
@@ -134,12 +134,20 @@ class Builder:
         self.tensors[name] = Tensor(name, tuple(arr.shape), DType.FLOAT32, None, arr)
         return name
 
-    def emit(self, kind: OpKind, args: list[str], attrs: Any, nhwc: bool = False) -> str:
-        """Append an IR node computing the current ONNX node's first output."""
+    def emit(self, kind: OpKind, args: list[str], attrs: Any, nhwc: bool = False, intermediate: bool = False) -> str:
+        """Append an IR node computing the current ONNX node's first output (or, with
+        intermediate, a helper tensor of a multi-node lowering); returns the IR tensor name."""
         out = self.node.output[0]
+        if intermediate:
+            out = fresh_name(self.tensors, f"{out}_{kind.value.lower()}")
         self._add_node(kind, args, attrs, out)
-        self.vals[out] = Val(out, nhwc)
+        if not intermediate:
+            self.vals[out] = Val(out, nhwc)
         return out
+
+    def reshape_to(self, ir_name: str, shape: tuple[int, ...]) -> str:
+        """A Reshape view of an IR tensor (no copy)."""
+        return self.emit(OpKind.RESHAPE, [ir_name], ReshapeAttrs(tuple(shape)), intermediate=True)
 
     def alias(self, name: str) -> None:
         self.vals[self.node.output[0]] = self.val(name)

@@ -2,13 +2,14 @@
 exists and is defined before use, shapes agree with the op's shape inference, outputs exist."""
 from __future__ import annotations
 
-from toolchain.ir.graph import Graph
+from collections.abc import Callable
+
+from toolchain.ir.graph import Graph, Node
 
 
-def verify(graph: Graph, after: str = "") -> None:
-    """Raise AssertionError naming the pass and the broken invariant."""
-    from toolchain.ops.registry import opdef
-
+def verify(graph: Graph, infer_shapes: Callable[[Node, Graph], list[tuple[int, ...]]], after: str = "") -> None:
+    """Raise AssertionError naming the pass and the broken invariant. `infer_shapes` is the op
+    registry's shape inference (passed in: the IR layer does not import the ops above it)."""
     where = f" after {after}" if after else ""
     defined = set(graph.inputs) | {n for n, t in graph.tensors.items() if t.is_const}
     for node in graph.nodes:
@@ -19,7 +20,7 @@ def verify(graph: Graph, after: str = "") -> None:
             if o in defined:
                 raise AssertionError(f"graph invalid{where}: {o!r} has two producers")
             defined.add(o)
-        shapes = opdef(node).infer_shapes(node, graph)
+        shapes = infer_shapes(node, graph)
         got = [graph.t(o).shape for o in node.outputs]
         if [tuple(s) for s in shapes] != got:
             raise AssertionError(f"graph invalid{where}: {node.name} output shapes {got} != inferred {shapes}")

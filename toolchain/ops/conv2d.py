@@ -101,7 +101,10 @@ class Conv2DAttrs:
 
 def _s8_kwargs(node: Node, graph: Graph) -> dict:
     x, w, y = graph.t(node.inputs[0]), graph.t(node.inputs[1]), graph.t(node.outputs[0])
-    mult, shift = requant_arrays(x.quant.s, w.quant.scale, y.quant.s)
+    # A per-tensor weight scale (TFLite files may have one) is broadcast over the output channels as
+    # TFLM PopulateConvolutionQuantizationParams does; the C kernel reads out_mult[oc].
+    w_scale = w.quant.scale * (w.shape[0] if len(w.quant.scale) == 1 else 1)
+    mult, shift = requant_arrays(x.quant.s, w_scale, y.quant.s)
     lo, hi = act_range_s8(node.attrs.act, y.quant)
     win = node.attrs.window
     return dict(stride=win.stride, pad=win.pads[:2], dilation=win.dilation, out_hw=y.shape[1:3],

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from toolchain.ops.fixed_point import requantize_s8, wrap_int32
+from toolchain.ops.fixed_point import quantize_multiplier, requantize_s8, wrap_int32
 from dataclasses import dataclass
 from toolchain.ir import Graph, Node
 from toolchain.ops.common import NO_ACT, act_range_s8, apply_act_f32, quantize_bias, quantize_weights, requant_arrays
@@ -45,14 +45,34 @@ def fully_connected_s8(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, *,
 # ---- IR glue: attrs, shapes, float semantics, quantization, kernel call ---------------------
 @dataclass(frozen=True)
 class FullyConnectedAttrs:
-    """FullyConnected (ONNX Gemm/MatMul with constant B, TFLite FULLY_CONNECTED): weights [O, K]."""
+    """FullyConnected (ONNX Gemm/MatMul with constant B, TFLite FULLY_CONNECTED): weights [O, K].
+
+    multiplier_rule: how the requantization multiplier is derived from the scales. "edgecc" (our
+    quantizer): double(s_in) * double(s_w[o]) / double(s_out) for every output. "tflm" (set by the
+    TFLite frontend): TFLM's own rule, which differs for per-tensor weights (see _s8_kwargs)."""
 
     act: tuple[float, float] = NO_ACT
+    multiplier_rule: str = "edgecc"
+
+
+def _multipliers(node: Node, x_scale: float, w_scale: tuple[float, ...], y_scale: float):
+    if node.attrs.multiplier_rule == "tflm" and len(w_scale) == 1:
+        # TFLM micro/kernels/fully_connected_common.cc CalculateOpDataFullyConnected: per-tensor
+        # weights go through kernel_util.cc GetQuantizedConvolutionMultipler, which multiplies the
+        # two scales in float32 and only then widens: double(float(s_in * s_w)) / double(s_out).
+        # Conv, depthwise and per-channel FC use double(s_in) * double(s_w) / double(s_out); the
+        # float32 rounding of the product moves the Q31 multiplier by 1 in some models.
+        real = float(np.float32(x_scale) * np.float32(w_scale[0])) / float(y_scale)
+        m, s = quantize_multiplier(real)
+        return np.array([m], np.int32), np.array([s], np.int32)
+    if node.attrs.multiplier_rule not in ("edgecc", "tflm"):
+        raise ValueError(f"unknown multiplier_rule {node.attrs.multiplier_rule!r}")
+    return requant_arrays(x_scale, w_scale, y_scale)
 
 
 def _s8_kwargs(node: Node, graph: Graph) -> dict:
     x, w, y = graph.t(node.inputs[0]), graph.t(node.inputs[1]), graph.t(node.outputs[0])
-    mult, shift = requant_arrays(x.quant.s, w.quant.scale, y.quant.s)
+    mult, shift = _multipliers(node, x.quant.s, w.quant.scale, y.quant.s)
     lo, hi = act_range_s8(node.attrs.act, y.quant)
     return dict(input_offset=-x.quant.zp, filter_offset=0, output_offset=y.quant.zp, out_mult=mult,
                 out_shift=shift, act_min=lo, act_max=hi)
@@ -87,7 +107,8 @@ class FullyConnected(OpDef):
         x, w, y = graph.t(node.inputs[0]), graph.t(node.inputs[1]), graph.t(node.outputs[0])
         ints = [k["input_offset"], k["filter_offset"], k["output_offset"], k["act_min"], k["act_max"]]
         return [*map(CArg.lit, ints), CArg("array", k["out_mult"], "mult"), CArg("array", k["out_shift"], "shift"),
-                CArg.lit(1), *map(CArg.lit, x.shape), CArg("act", x.name), CArg("const", w.name),
+                CArg.lit(int(len(k["out_mult"]) == y.shape[1])),  # per_channel: 0 = one multiplier for all
+                *map(CArg.lit, x.shape), CArg("act", x.name), CArg("const", w.name),
                 CArg("const", node.inputs[2]), CArg.lit(y.shape[1]), CArg("act", y.name)]
 
     def cost(self, node: Node, graph: Graph) -> Cost:

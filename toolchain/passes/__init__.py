@@ -9,6 +9,7 @@ from collections.abc import Callable
 
 from toolchain.ir import Graph
 from toolchain.ir.verify import verify
+from toolchain.ops.registry import opdef
 from toolchain.passes.fold_batchnorm import fold_batchnorm
 from toolchain.passes.fold_constants import fold_constants
 from toolchain.passes.fuse_activation import fuse_activation
@@ -29,5 +30,5 @@ def run_passes(graph: Graph, check: bool = True) -> Graph:
     for p in PIPELINE:
         graph = p(graph)
         if check:
-            verify(graph, after=p.__name__)
+            verify(graph, lambda node, g: opdef(node).infer_shapes(node, g), after=p.__name__)
     return graph

@@ -8,6 +8,7 @@ import numpy as np
 
 from toolchain.ir import Graph, Tensor
 from toolchain.ops.batch_norm import bn_scale_shift
+from toolchain.ops.common import NO_ACT
 from toolchain.ops.registry import OpKind
 
 # where the output channel sits in each op's weight tensor
@@ -19,7 +20,7 @@ def fold_batchnorm(graph: Graph) -> Graph:
     for bn in [n for n in graph.nodes if n.op == OpKind.BATCH_NORM]:
         prod = graph.producer(bn.inputs[0])
         if prod is None or prod.op not in _CHANNEL_AXIS or len(graph.consumers(bn.inputs[0])) != 1 \
-                or bn.inputs[0] in graph.outputs:
+                or bn.inputs[0] in graph.outputs or prod.attrs.act != NO_ACT:  # BN(act(x)) != act(BN(x))
             continue
         a, shift = bn_scale_shift(graph, bn)
         w_t, b_t = graph.t(prod.inputs[1]), graph.t(prod.inputs[2])

@@ -7,10 +7,12 @@ from toolchain.ops.registry import OpKind
 
 def remove_dead(graph: Graph) -> Graph:
     """Remove unused nodes (backwards) and identity Reshapes (their readers read the input)."""
-    for node in list(graph.nodes):
-        if node.op == OpKind.RESHAPE and graph.t(node.inputs[0]).shape == graph.t(node.outputs[0]).shape \
-                and node.outputs[0] not in graph.outputs:
-            graph = graph.with_nodes([n for n in graph.nodes if n is not node]).rename_uses(node.outputs[0], node.inputs[0])
+    while True:  # rescan after each removal: the next no-op Reshape may read the removed one
+        node = next((n for n in graph.nodes if n.op == OpKind.RESHAPE and n.outputs[0] not in graph.outputs
+                     and graph.t(n.inputs[0]).shape == graph.t(n.outputs[0]).shape), None)
+        if node is None:
+            break
+        graph = graph.with_nodes([n for n in graph.nodes if n is not node]).rename_uses(node.outputs[0], node.inputs[0])
     live = set(graph.outputs)
     kept = []
     for node in reversed(graph.nodes):

@@ -167,9 +167,6 @@ def test_fold_does_not_mutate_the_input_graph():
     np.testing.assert_array_equal(before.t(before.nodes[0].inputs[1]).data, w_before)
 
 
-@pytest.mark.xfail(strict=True, reason="BUG toolchain/passes/fold_batchnorm.py:21: folds a BN into a Conv/FC "
-                   "that already carries a fused activation; BN(relu(conv)) != relu(folded conv). Skip "
-                   "producers whose attrs.act != NO_ACT")
 def test_bn_not_folded_through_a_fused_activation():
     gb = GraphBuilder(seed=8)
     x = gb.input("x", (1, 4, 4, 2))

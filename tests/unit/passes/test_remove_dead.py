@@ -87,9 +87,6 @@ def test_graph_inputs_and_outputs_are_kept_even_if_unused():
     assert "unused" in after.tensors
 
 
-@pytest.mark.xfail(strict=True, reason="BUG toolchain/passes/remove_dead.py:11-14: iterates the nodes of the "
-                   "original graph; after the first identity Reshape is removed (rename_uses) the second one "
-                   "still names the dropped tensor -> KeyError. Re-scan the current graph in a loop")
 def test_two_consecutive_identity_reshapes():
     before = g_two_identity_reshapes()
     after = remove_dead(before)
@@ -97,8 +94,6 @@ def test_two_consecutive_identity_reshapes():
     assert_equivalent(before, after)
 
 
-@pytest.mark.xfail(strict=True, reason="BUG toolchain/passes/remove_dead.py:11-14 (same as above) reached from "
-                   "ONNX: Reshape(x,[1,6]) -> Reshape(.,[1,6]) on a [1,6] tensor crashes run_passes")
 def test_onnx_two_noop_reshapes(tmp_path):
     shape = np.array([1, 6], np.int64)
     nodes = [helper.make_node("Relu", ["x"], ["r"]), helper.make_node("Reshape", ["r", "s"], ["a"]),
