@@ -86,6 +86,17 @@ def table_rows(report: dict[str, Any]) -> list[list[str]]:
 HEADERS = ["#", "op", "type", "kernel", "output", "MACs", "cost", "share", "MACs/cost"]
 
 
+def _arena_line(arena: int, m: dict[str, Any]) -> str:
+    """Arena vs the live-set bound vs TFLM's greedy-by-size (and the naive sum), in bytes."""
+    bound = m["lower_bound_bytes"]
+    gap = "= live-set bound" if arena == bound else f"= live-set bound {bound:,} B + {arena - bound:,} B"
+    greedy = m.get("greedy_by_size_bytes")
+    vs = f"; greedy-by-size (TFLM) {greedy:,} B" if greedy is not None else ""
+    if greedy and greedy != arena:
+        vs += f" ({greedy - arena:+,} B, {(greedy - arena) / arena:+.1%})"
+    return f"arena {arena:,} B {gap}{vs}; naive {m['naive_bytes']:,} B; planner {m['planner']}"
+
+
 def summary_lines(report: dict[str, Any]) -> list[str]:
     """Totals in plain words with units."""
     v, m = report["verification"], report["memory"]
@@ -93,8 +104,8 @@ def summary_lines(report: dict[str, Any]) -> list[str]:
     lines = [
         f"board {report['board']}: total {_fmt(report['total_cost'], 0 if unit == 'instructions' else 2)} {unit} "
         f"per inference ({report['cost_note']})",
-        f"arena {report['arena_bytes']:,} B (live-set bound {m['lower_bound_bytes']:,} B, naive {m['naive_bytes']:,} B, "
-        f"planner {m['planner']}); flash {report['flash_bytes']:,} B (model library); harness {report['harness_bytes']:,} B",
+        _arena_line(report["arena_bytes"], m),
+        f"flash {report['flash_bytes']:,} B (model library); harness {report['harness_bytes']:,} B",
     ]
     if report["status"] in ("fault", "timeout"):
         lines.append("verification: not done, the run did not complete (see fw/run.log)")

@@ -70,6 +70,8 @@ def _job(args: argparse.Namespace) -> int:
     except TargetError as e:
         raise InputError(str(e)) from None
     out = cfg.out.resolve()
+    if out.exists() and not out.is_dir():
+        raise InputError(f"{out}: the output path exists and is not a folder; choose another --out")
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
     try:
@@ -82,7 +84,10 @@ def _job(args: argparse.Namespace) -> int:
             _finalize(tmp, out)
             print(f"edgecc: wrote {out}/lib (model library, arena {build.plan.arena_bytes} B) and {out}/fw/firmware.elf")
             return 0
-        return _run(build, tmp, out, args.quiet)
+        try:
+            return _run(build, tmp, out, args.quiet)
+        except TargetError as e:
+            raise InputError(str(e)) from None
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

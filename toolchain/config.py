@@ -124,13 +124,14 @@ def load_config(path: Path | None, overrides: dict[str, Any]) -> Config:
     for key in ("board", "weights_section", "calibration_method"):
         if key in raw:
             kw[key] = str(raw[key])
-    for key in ("min_top1_agreement", "min_sqnr_db"):
+    for key, kind in (("min_top1_agreement", float), ("min_sqnr_db", float), ("repeats", int)):
         if raw.get(key) is not None:
-            kw[key] = float(raw[key])
+            try:
+                kw[key] = kind(raw[key])
+            except (TypeError, ValueError):
+                raise InputError(f"{where}: `{key}` must be a number, not {raw[key]!r}") from None
     if "profile" in raw:
         kw["profile"] = bool(raw["profile"])
-    if "repeats" in raw:
-        kw["repeats"] = int(raw["repeats"])
     kw["preprocess"] = _preprocess(raw.get("preprocess"), where)
     if raw.get("input_shapes"):
         try:

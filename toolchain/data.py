@@ -69,7 +69,11 @@ def preprocess(arr: np.ndarray, shape: tuple[int, ...], pre: Preprocess, where: 
     """One input's raw data -> float32 [S, *shape] in the model's layout; InputError on mismatch."""
     if arr.dtype.kind not in "uif":
         raise InputError(f"{where}: data of dtype {arr.dtype} (need integers or floats)")
+    if arr.size == 0:
+        raise InputError(f"{where}: no samples in the data")
     x = arr.astype(np.float32)
+    if not np.isfinite(x).all():
+        raise InputError(f"{where}: the data contains NaN or inf values")
     rank = len(shape)
     batch1 = rank > 0 and shape[0] == 1  # data may omit the model's batch axis of 1
     if x.ndim == rank and batch1:

@@ -1,32 +1,33 @@
 """Static memory planning: every activation and scratch buffer at a fixed offset in one arena.
 
-Stages: lifetimes (first/last op index per buffer; a tensor read by several ops lives until its
-last reader, BL-21; Reshape outputs are views of their input's buffer; scratch lives exactly
-during its op, BL-22) -> a planner (greedy-by-size, TFLM's algorithm; `naive` = sum of sizes as
-baseline) -> check_no_overlap on every plan. Offsets and the arena size are multiples of the
-board's alignment. Not here: execution-order search and better planners (issue 5).
+Stages: lifetimes over kernel-call steps (a tensor read by several ops lives until its last
+reader, BL-21; graph inputs live from step 0, graph outputs to the last step; scratch lives
+exactly during its op, BL-22) -> aliasing (Reshape outputs are views of their input's buffer; an
+elementwise kernel that declares `inplace_inputs` writes its output over an input that dies at
+that op) -> a planner from toolchain.planners (the best one found unless one is named) ->
+check_no_overlap on every plan. Offsets and the arena size are multiples of the board's alignment
+(the arena base is aligned by the emitted C); buffer sizes stay exact.
+Not here: the placement algorithms (toolchain.planners), the execution order (toolchain.schedule).
+Later: Concat producers writing straight into their slice of the output (no Concat op yet).
 """
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from toolchain.ir import Graph
-from toolchain.ops.registry import opdef
+from toolchain.ir import Graph, Node
+from toolchain.ops.registry import KernelVariant, opdef
+from toolchain.planners import PLANNERS, Buffer, align, live_bound_units, plan_best
+
+__all__ = ["Buffer", "MemoryPlan", "PlanError", "PLANNERS", "lifetimes", "live_bound", "plan_memory",
+           "check_no_overlap", "inplace_inputs", "plan_naive", "plan_greedy_by_size"]
+
+plan_naive = PLANNERS["naive"]
+plan_greedy_by_size = PLANNERS["greedy_by_size"]
 
 
 class PlanError(Exception):
-    """A memory plan that breaks an invariant (overlap, misalignment)."""
-
-
-@dataclass(frozen=True)
-class Buffer:
-    """One arena allocation: size in bytes, live from op index `first` to `last` inclusive."""
-
-    name: str
-    size: int
-    first: int
-    last: int
+    """A memory plan that breaks an invariant (overlap, misalignment), or an unknown planner."""
 
 
 @dataclass(frozen=True)
@@ -38,88 +39,111 @@ class MemoryPlan:
     arena_bytes: int
     alignment: int
     planner: str
-    tensor_buffer: Mapping[str, str]  # tensor name -> buffer name (views share their input's buffer)
+    tensor_buffer: Mapping[str, str]  # tensor name -> buffer name (views and in-place outputs share one)
 
     def offset_of(self, tensor: str) -> int:
         """Arena offset in bytes of a tensor's first element."""
         return self.offsets[self.tensor_buffer[tensor]]
 
+    def tensors_of(self, buffer: str) -> list[str]:
+        """The tensors stored in a buffer, sorted (empty for scratch)."""
+        return sorted(t for t, b in self.tensor_buffer.items() if b == buffer)
 
-def _align(n: int, a: int) -> int:
-    return (n + a - 1) // a * a
+
+def inplace_inputs(variants: Mapping[str, KernelVariant]) -> dict[str, tuple[int, ...]]:
+    """node name -> input positions its chosen kernel may overwrite with its output."""
+    return {name: v.inplace_inputs for name, v in sorted(variants.items()) if v.inplace_inputs}
 
 
-def lifetimes(graph: Graph, scratch: Mapping[str, int]) -> tuple[list[Buffer], dict[str, str]]:
-    """Buffers of every activation (views merged into their source) and of every op's scratch.
+def _last_reads(graph: Graph) -> tuple[dict[str, str], dict[str, int]]:
+    """(tensor -> the tensor whose bytes it is, through views; tensor -> last step reading those bytes)."""
+    vroot = {name: name for name in graph.inputs}
+    last: dict[str, int] = {}
+    step = -1
+    for node in graph.nodes:
+        if opdef(node).is_view:
+            for o in node.outputs:
+                vroot[o] = vroot[node.inputs[0]]
+            continue
+        step += 1
+        for t in node.inputs:
+            if t in vroot:
+                last[vroot[t]] = step
+        for o in node.outputs:
+            vroot[o] = o
+    return vroot, last
+
+
+def _inplace_source(node: Node, graph: Graph, step: int, allowed: tuple[int, ...], vroot: Mapping[str, str],
+                    last_read: Mapping[str, int], outputs: set[str]) -> str | None:
+    """The tensor (view root) whose bytes this node's output may take over: an allowed input of
+    the same byte size that no later step reads and that is not a graph output."""
+    want = graph.t(node.outputs[0]).nbytes
+    for k in allowed:
+        r = vroot.get(node.inputs[k]) if k < len(node.inputs) else None
+        if r is not None and last_read.get(r) == step and r not in outputs and graph.t(r).nbytes == want:
+            return r
+    return None
+
+
+def lifetimes(graph: Graph, scratch: Mapping[str, int],
+              inplace: Mapping[str, tuple[int, ...]] | None = None) -> tuple[list[Buffer], dict[str, str]]:
+    """Buffers of every activation (views and in-place outputs merged into their source) and of
+    every op's scratch, in TFLM's AddBuffer order (tensor order of the graph, then scratch by op).
 
     Steps count executed ops only (views run no code), so step k is the k-th kernel call.
-    scratch: node name -> scratch bytes (0 or absent for none). Returns (buffers, tensor->buffer).
+    scratch: node name -> scratch bytes (0 or absent for none); inplace: node name -> input
+    positions the kernel may overwrite (see inplace_inputs). Returns (buffers, tensor -> buffer).
     """
-    root: dict[str, str] = {name: name for name in graph.inputs}
+    inplace = inplace or {}
+    vroot, last_read = _last_reads(graph)
+    outputs = {vroot[o] for o in graph.outputs}
+    buf: dict[str, str] = {name: name for name in graph.inputs}  # view root -> buffer name
     first: dict[str, int] = {name: 0 for name in graph.inputs}
     last: dict[str, int] = dict(first)
     step = -1
     scratch_buffers = []
     for node in graph.nodes:
         if opdef(node).is_view:
-            for o in node.outputs:
-                root[o] = root[node.inputs[0]]
             continue
         step += 1
         for t in node.inputs:
-            if t in root:
-                last[root[t]] = max(last[root[t]], step)
-        for o in node.outputs:
-            root[o] = o
-            first[o], last[o] = step, step
+            if t in vroot:
+                last[buf[vroot[t]]] = max(last[buf[vroot[t]]], step)
+        src = _inplace_source(node, graph, step, inplace.get(node.name, ()), vroot, last_read, outputs)
+        for k, o in enumerate(node.outputs):
+            if k == 0 and src is not None:
+                buf[o] = buf[src]  # written over its dying input: one buffer from the input's first step
+            else:
+                buf[o] = o
+                first[o], last[o] = step, step
         if scratch.get(node.name, 0) > 0:
             scratch_buffers.append(Buffer(f"scratch:{node.name}", scratch[node.name], step, step))
     for o in graph.outputs:
-        last[root[o]] = max(step, 0)  # copied out after the last op
-    buffers = [Buffer(b, graph.t(b).nbytes, first[b], last[b]) for b in sorted(first, key=lambda b: (first[b], b))]
-    return buffers + scratch_buffers, root
+        last[buf[vroot[o]]] = max(step, 0)  # copied out after the last op
+    order = [t for t in graph.tensors if t in first] + sorted(set(first) - set(graph.tensors))
+    buffers = [Buffer(b, graph.t(b).nbytes, first[b], last[b]) for b in order]
+    return buffers + scratch_buffers, {t: buf[r] for t, r in vroot.items()}
 
 
 def live_bound(buffers: list[Buffer], alignment: int) -> int:
     """The lower bound of any plan: the peak, over op steps, of the aligned bytes live at once."""
-    steps = range(max((b.last for b in buffers), default=-1) + 1)
-    return max((sum(_align(b.size, alignment) for b in buffers if b.first <= s <= b.last) for s in steps), default=0)
+    return live_bound_units(buffers, alignment) * alignment
 
 
-def plan_naive(buffers: list[Buffer], alignment: int) -> dict[str, int]:
-    """Every buffer after the previous one: the baseline (no reuse)."""
-    offsets, at = {}, 0
-    for b in buffers:
-        offsets[b.name] = at
-        at += _align(b.size, alignment)
-    return offsets
-
-
-def plan_greedy_by_size(buffers: list[Buffer], alignment: int) -> dict[str, int]:
-    """TFLM GreedyMemoryPlanner: largest first, each at the lowest aligned offset where it does not
-    overlap (in bytes) any already placed buffer that is live at the same time."""
-    placed: list[tuple[int, int, Buffer]] = []
-    offsets: dict[str, int] = {}
-    for b in sorted(buffers, key=lambda b: (-b.size, b.first, b.name)):
-        clash = sorted((o, o + _align(p.size, alignment)) for o, _, p in placed if p.first <= b.last and b.first <= p.last)
-        at = 0
-        for lo, hi in clash:
-            if at + b.size <= lo:
-                break
-            at = max(at, hi)
-        offsets[b.name] = _align(at, alignment)
-        placed.append((offsets[b.name], b.size, b))
-    return offsets
-
-
-PLANNERS = {"naive": plan_naive, "greedy_by_size": plan_greedy_by_size}
-
-
-def plan_memory(graph: Graph, scratch: Mapping[str, int], alignment: int, planner: str = "greedy_by_size") -> MemoryPlan:
-    """Plan the arena of a graph with the named planner; the result is checked before it is returned."""
-    buffers, root = lifetimes(graph, scratch)
-    offsets = PLANNERS[planner](buffers, alignment)
-    size = _align(max((offsets[b.name] + b.size for b in buffers), default=0), alignment)
+def plan_memory(graph: Graph, scratch: Mapping[str, int], alignment: int, planner: str | None = None, *,
+                inplace: Mapping[str, tuple[int, ...]] | None = None) -> MemoryPlan:
+    """Plan the arena of a graph in its node order: the best plan found (smallest arena, the
+    earliest planner on ties; MemoryPlan.planner names the winner) or the named planner's. The
+    result is checked before it is returned."""
+    buffers, root = lifetimes(graph, scratch, inplace)
+    if planner is None:
+        planner, offsets = plan_best(buffers, alignment)
+    elif planner in PLANNERS:
+        offsets = PLANNERS[planner](buffers, alignment)
+    else:
+        raise PlanError(f"unknown planner {planner!r}; known: {', '.join(PLANNERS)}")
+    size = align(max((offsets[b.name] + b.size for b in buffers), default=0), alignment)
     plan = MemoryPlan(tuple(buffers), offsets, size, alignment, planner, root)
     check_no_overlap(plan)
     return plan
@@ -128,14 +152,19 @@ def plan_memory(graph: Graph, scratch: Mapping[str, int], alignment: int, planne
 def check_no_overlap(plan: MemoryPlan) -> None:
     """Raise PlanError if two buffers live at the same time share a byte, an offset is not
     aligned, or a buffer runs past the arena."""
-    bs = plan.buffers
+    bs = sorted(plan.buffers, key=lambda b: (b.first, b.name))
     for b in bs:
+        if b.name not in plan.offsets:
+            raise PlanError(f"buffer {b.name} has no offset")
         off = plan.offsets[b.name]
         if off % plan.alignment or off < 0 or off + b.size > plan.arena_bytes:
             raise PlanError(f"buffer {b.name} at {off} (+{b.size} B) is misaligned or outside the {plan.arena_bytes} B arena")
     for i, a in enumerate(bs):
         for b in bs[i + 1:]:
-            if a.first <= b.last and b.first <= a.last and a.size and b.size:
+            if b.first > a.last:
+                break  # sorted by first step: no later buffer is live with a
+            if a.size and b.size:
                 oa, ob = plan.offsets[a.name], plan.offsets[b.name]
                 if oa < ob + b.size and ob < oa + a.size:
-                    raise PlanError(f"buffers {a.name} and {b.name} overlap in the arena while both are live")
+                    raise PlanError(f"buffers {a.name} [{oa}, {oa + a.size}) and {b.name} [{ob}, {ob + b.size}) "
+                                    f"overlap in the arena while both are live")

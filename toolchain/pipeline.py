@@ -26,9 +26,10 @@ from toolchain.errors import InputError
 from toolchain.frontend.onnx import load_onnx
 from toolchain.ir import Graph
 from toolchain.lower import scratch_sizes, select_kernels
-from toolchain.memory import MemoryPlan, plan_memory
+from toolchain.memory import MemoryPlan, inplace_inputs, plan_memory
 from toolchain.ops.registry import KernelVariant
 from toolchain.passes import run_passes
+from toolchain.schedule import order_for_memory
 
 
 @dataclass(frozen=True)
@@ -72,7 +73,9 @@ def compile_model(cfg: Config, target: Target, out_dir: Path, *, profile: bool) 
     qgraph = quantize(graph, calib, cfg.calibration_method)           # INT8 PTQ (TFLite int8 spec), calibrated ranges
     prefs = [isa.value for isa in target.kernel_preference]
     variants = select_kernels(qgraph, prefs)                          # one kernel variant per op for this board
-    plan = plan_memory(qgraph, scratch_sizes(qgraph, variants), target.buffer_alignment)  # one static arena
+    scratch, inplace = scratch_sizes(qgraph, variants), inplace_inputs(variants)
+    qgraph = order_for_memory(qgraph, scratch, target.buffer_alignment, inplace)  # kernel order with the smallest live peak
+    plan = plan_memory(qgraph, scratch, target.buffer_alignment, inplace=inplace)  # one static arena at the live bound
     weight_bytes = sum(t.nbytes for t in qgraph.tensors.values() if t.is_const)
     check_fits(target, Footprint(weights=weight_bytes, arena=plan.arena_bytes))  # fail before any C is compiled
     ctx = build_context(qgraph, plan, variants, model_stamp(cfg, target), cfg.weights_section)

@@ -15,13 +15,14 @@ from typing import Any
 import numpy as np
 
 from profiler.parse import MARK_SYMBOLS, OpCosts, ProfileError, from_clock, from_marks
+from profiler.memory_plot import plot_memory
 from profiler.report import build_report
 from targets import TimeSource
 from targets.qemu import function_at, run_firmware
 from toolchain import __version__
 from toolchain.data import load_data, quantize_inputs
 from toolchain.interpret import interpret
-from toolchain.memory import lifetimes, live_bound, plan_memory
+from toolchain.memory import PLANNERS, live_bound
 from toolchain.ops.registry import opdef
 from toolchain.pipeline import Build, expected_instructions, write_inputs
 
@@ -72,16 +73,23 @@ def static_ops(build: Build) -> list[dict[str, Any]]:
 
 
 def memory_section(build: Build) -> dict[str, Any]:
-    """report.memory: arena, live-set bound, baselines and every buffer's placement."""
-    g, plan = build.graph_s8, build.plan
-    buffers, _ = lifetimes(g, {})
-    scratch = [b for b in plan.buffers if b.name.startswith("scratch:")]
-    naive = plan_memory(g, {b.name[8:]: b.size for b in scratch}, plan.alignment, "naive").arena_bytes
-    return {"arena_bytes": plan.arena_bytes, "lower_bound_bytes": live_bound(list(plan.buffers), plan.alignment),
-            "greedy_by_size_bytes": plan.arena_bytes if plan.planner == "greedy_by_size" else None,
-            "naive_bytes": naive, "planner": plan.planner, "alignment": plan.alignment,
-            "buffers": [{"name": b.name, "offset": plan.offsets[b.name], "size": b.size, "first_op": b.first,
-                         "last_op": b.last} for b in plan.buffers]}
+    """report.memory: arena, live-set bound, TFLM's greedy-by-size and the naive sum on the same
+    buffers, and every buffer's placement. Also draws the timeline as OUT/memory.png."""
+    plan = build.plan
+    buffers, a = list(plan.buffers), plan.alignment
+
+    def arena(planner: str) -> int:
+        offsets = PLANNERS[planner](buffers, a)
+        return -(-max((offsets[b.name] + b.size for b in buffers), default=0) // a) * a
+
+    section = {"arena_bytes": plan.arena_bytes, "lower_bound_bytes": live_bound(buffers, a),
+               "greedy_by_size_bytes": arena("greedy_by_size"), "naive_bytes": arena("naive"),
+               "planner": plan.planner, "alignment": a,
+               "buffers": [{"name": b.name, "offset": plan.offsets[b.name], "size": b.size, "first_op": b.first,
+                            "last_op": b.last, "tensors": plan.tensors_of(b.name)} for b in buffers]}
+    ops = [n.name for n in build.graph_s8.nodes if not opdef(n).is_view]
+    section["timeline_png"] = plot_memory(section, ops, build.lib_dir.parent / "memory.png").name
+    return section
 
 
 def _verification(build: Build, got: list[np.ndarray] | None, expected: list[np.ndarray],
@@ -125,7 +133,9 @@ def run_and_verify(build: Build) -> Outcome:
         expected = [np.stack([r[o] for r in runs]) for o in g.outputs]
         floats = float_reference(cfg.model, data)
         log = pending.result()
-    log_text = f"$ {' '.join(log.command)}\n--- stdout\n{log.stdout}--- stderr\n{log.stderr}"
+    # paths relative to fw/: the build folder is renamed to OUT once the run is over
+    command = " ".join(log.command).replace(str(build.fw_dir.resolve()), ".")
+    log_text = f"(cd fw && {command})\n--- stdout\n{log.stdout}--- stderr\n{log.stderr}"
     (build.fw_dir / "run.log").write_text(log_text, encoding="utf-8")
     ops = static_ops(build)
     status, fault, got, costs = "pass", None, None, None

@@ -203,8 +203,6 @@ def test_console_script_prints_no_traceback(tmp_path):
 
 # ---- product bugs found while writing these tests (xfail strict: remove the mark with the fix)
 
-@pytest.mark.xfail(strict=True, reason="bug: toolchain/config.py load_config float()/int() on YAML values "
-                                       "(min_top1_agreement, min_sqnr_db, repeats) raise ValueError -> traceback")
 @pytest.mark.parametrize("line", ["min_sqnr_db: high", "repeats: many"])
 def test_non_numeric_yaml_value(edgecc, tmp_path, out, line):
     yaml = tmp_path / "p.yaml"
@@ -213,8 +211,6 @@ def test_non_numeric_yaml_value(edgecc, tmp_path, out, line):
     assert_rejected(res, out, "p.yaml", line.split(":")[0])
 
 
-@pytest.mark.xfail(strict=True, reason="bug: empty DATA (0 samples) reaches quantize/calibrate.py "
-                                       "observe_ranges whose ValueError escapes as a traceback with exit 1")
 def test_empty_calibration_data(edgecc, tmp_path, out):
     empty = tmp_path / "empty.npy"
     np.save(empty, np.zeros((0, 1, 8, 8), np.float32))
@@ -222,9 +218,6 @@ def test_empty_calibration_data(edgecc, tmp_path, out):
     assert_rejected(res, out, "empty.npy", "sample")
 
 
-@pytest.mark.xfail(strict=True, reason="bug: NaN/inf in DATA is accepted silently (toolchain/data.py preprocess "
-                                       "has no finiteness check): NaN calibration gives input scale 1.0, "
-                                       "SQNR ~5 dB and still PASS")
 def test_non_finite_calibration_data(edgecc, tmp_path, out):
     bad = tmp_path / "nan.npy"
     arr = np.load(CALIB).astype(np.float32)
@@ -234,8 +227,6 @@ def test_non_finite_calibration_data(edgecc, tmp_path, out):
     assert_rejected(res, out, "nan.npy")
 
 
-@pytest.mark.xfail(strict=True, reason="bug: toolchain/frontend/onnx.py load_onnx ignores input_shapes entries "
-                                       "that name no graph input (silent fallback, architecture A14)")
 def test_input_shapes_naming_no_input(edgecc, tmp_path, out):
     yaml = tmp_path / "p.yaml"
     yaml.write_text(f"model: {DIGITS / 'model.onnx'}\ncalibration: {CALIB}\n"
@@ -244,9 +235,6 @@ def test_input_shapes_naming_no_input(edgecc, tmp_path, out):
     assert_rejected(res, out, "imput", "input")
 
 
-@pytest.mark.xfail(strict=True, reason="bug: toolchain/cli.py _finalize: an --out that is an existing FILE is "
-                                       "renamed to .<name>.old, replaced by the folder, and shutil.rmtree(old, "
-                                       "ignore_errors=True) cannot delete a file, so .<name>.old is left behind")
 def test_out_is_an_existing_file(edgecc, need_board, tmp_path):
     need_board("host")
     out = tmp_path / "results.txt"
@@ -281,15 +269,28 @@ def test_guest_fault_names_the_running_op(edgecc, need_board, monkeypatch, tmp_p
     assert leftovers(out) == []
 
 
-@pytest.mark.xfail(strict=True, reason="bug: fw/run.log records the command with the temporary build folder "
-                                       "(.<out>.tmp-*/fw/firmware.elf), which no longer exists after the rename "
-                                       "into OUT (toolchain/runner.py run_and_verify writes log.command as run)")
 def test_run_log_names_the_firmware_in_out(edgecc, need_board, tmp_path):
     need_board("host")
     out = tmp_path / "out"
     res = edgecc("run", DIGITS_YAML, "--board", "host", "--out", out, "--quiet")
     assert res.code == 0, res.err
     assert f".{out.name}.tmp-" not in (out / "fw" / "run.log").read_text()
+
+
+def test_runner_error_is_one_line(edgecc, need_board, monkeypatch, tmp_path):
+    need_board("host")
+    import toolchain.runner as runner
+    from targets.errors import RunError
+
+    def no_emulator(*a, **kw):
+        raise RunError("cannot run: 'qemu-system-arm' not found")
+
+    monkeypatch.setattr(runner, "run_firmware", no_emulator)
+    out = tmp_path / "out"
+    res = edgecc("run", DIGITS_YAML, "--board", "host", "--out", out, "--quiet")
+    assert "Traceback" not in res.err, res.err
+    assert res.code in (2, 3) and "qemu-system-arm" in res.err
+    assert leftovers(out) == []
 
 
 # --------------------------------------------------------------------------- exit 1

@@ -39,14 +39,15 @@ def emit_library(ctx: ModelContext, lib_dir: Path) -> list[Path]:
     """Write the deployable model library; returns the C sources (model, weights, kernels)."""
     env = template_env()
     lib_dir.mkdir(parents=True, exist_ok=True)
+    stamp = f"/* {ctx.stamp} */\n"  # every shipped file says which generator made it
     for header in (*KERNEL_HEADERS, *ctx.kernel_headers, "ecc_profile.h"):
-        _write(lib_dir / Path(header).name, (TEMPLATE_DIR / header).read_text(encoding="utf-8"))
+        _write(lib_dir / Path(header).name, stamp + (TEMPLATE_DIR / header).read_text(encoding="utf-8"))
     for name in ("model.h", "weights.h"):
         _write(lib_dir / name, env.get_template(f"{name}.j2").render(ctx=ctx))
     sources = [_write(lib_dir / "model.c", env.get_template("model.c.j2").render(ctx=ctx)),
                _write(lib_dir / "weights.c", env.get_template("weights.c.j2").render(ctx=ctx))]
     for tpl in ctx.kernel_templates:
-        sources.append(_write(lib_dir / kernel_file(tpl), env.get_template(f"kernels/{tpl}").render()))
+        sources.append(_write(lib_dir / kernel_file(tpl), stamp + env.get_template(f"kernels/{tpl}").render()))
     kernels = [kernel_file(t) for t in ctx.kernel_templates]
     _write(lib_dir / "edgecc.mk", env.get_template("edgecc.mk.j2").render(ctx=ctx, sources=kernels))
     _write(lib_dir / "edgecc.cmake", env.get_template("edgecc.cmake.j2").render(ctx=ctx, sources=kernels))

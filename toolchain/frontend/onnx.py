@@ -259,6 +259,10 @@ def load_onnx(path: str | Path, input_shapes: dict[str, tuple[int, ...]] | None 
     if missing:
         raise UnsupportedModel(
             f"{path}: unsupported ONNX ops: {', '.join(missing)}; supported: {', '.join(sorted(CONVERTERS))}")
+    names = [i.name for i in model.graph.input if i.name not in {t.name for t in model.graph.initializer}]
+    unknown = sorted(set(input_shapes or {}) - set(names))
+    if unknown:
+        raise InputError(f"{path}: input_shapes names {unknown}, but the model's inputs are {names}")
     b = Builder(path, opset, model.graph.name or path.stem)
     for init in model.graph.initializer:
         b.consts[init.name] = numpy_helper.to_array(init)

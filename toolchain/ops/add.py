@@ -51,7 +51,7 @@ def _params(node: Node, graph: Graph):
 
 @register(OpKind.ADD)
 class Add(OpDef):
-    variants = (portable("add"),)
+    variants = (portable("add", inplace_inputs=(0, 1)),)  # the kernel allows output == either input
 
     def infer_shapes(self, node: Node, graph: Graph) -> list[tuple[int, ...]]:
         a, b = (graph.t(n).shape for n in node.inputs[:2])

@@ -20,7 +20,7 @@ class ClampAttrs:
 
 @register(OpKind.CLAMP)
 class Clamp(OpDef):
-    variants = (portable("clamp"),)
+    variants = (portable("clamp", inplace_inputs=(0,)),)  # the kernel allows output == input
 
     def infer_shapes(self, node: Node, graph: Graph) -> list[tuple[int, ...]]:
         return [graph.t(node.inputs[0]).shape]

@@ -70,6 +70,9 @@ class KernelVariant:
     args: Callable[[Node, Graph], list["CArg"]] | None = None
     # Extra headers (paths under c_templates/kernels/) the kernel includes, copied into OUT/lib.
     headers: tuple[str, ...] = ()
+    # Input positions the kernel may overwrite with its output (output == input pointer is
+    # allowed, e.g. elementwise loops); the memory planner uses it when that input dies here.
+    inplace_inputs: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -5,11 +5,11 @@
 /* Constant data lives in section ".weights" so the linker script can place it. */
 #define ECC_CONST __attribute__((aligned(16), section(".weights")))
 
-const int32_t ecc_w_conv1_Conv_output_0_mult[8] ECC_CONST = {
+const int32_t ecc_p_conv1_Conv_output_0_mult[8] ECC_CONST = {
     2031487566, 2091011402, 1557002818, 2029996586, 2068761327, 1604840383, 1926603714, 1501336401
 };
 
-const int32_t ecc_w_conv1_Conv_output_0_shift[8] ECC_CONST = {
+const int32_t ecc_p_conv1_Conv_output_0_shift[8] ECC_CONST = {
     -8, -8, -8, -8, -8, -8, -8, -7
 };
 
@@ -25,11 +25,11 @@ const int32_t ecc_w_conv1_Conv_output_0_b[8] ECC_CONST = {
     17345, 4002, -14439, 24559, 1177, -31612, -1440, -3452
 };
 
-const int32_t ecc_w_conv2_Conv_output_0_mult[16] ECC_CONST = {
+const int32_t ecc_p_conv2_Conv_output_0_mult[16] ECC_CONST = {
     2016706434, 1160903572, 1134470444, 1292337798, 1999370131, 1257978771, 2145736925, 1542906524, 1962332549, 1347424844, 1149732761, 1496384910, 1264583145, 1179485873, 1079736907, 1214018538
 };
 
-const int32_t ecc_w_conv2_Conv_output_0_shift[16] ECC_CONST = {
+const int32_t ecc_p_conv2_Conv_output_0_shift[16] ECC_CONST = {
     -8, -7, -7, -7, -8, -7, -8, -7, -8, -7, -7, -7, -7, -7, -7, -7
 };
 
@@ -112,11 +112,11 @@ const int32_t ecc_w_conv2_Conv_output_0_b[16] ECC_CONST = {
     4753, -6138, -8792, -4022, 23724, -14620, -12521, 32655, -10679, 30622, -5216, -7469, 22526, -17855, 25200, 3941
 };
 
-const int32_t ecc_w_dw_Conv_output_0_mult[16] ECC_CONST = {
+const int32_t ecc_p_dw_Conv_output_0_mult[16] ECC_CONST = {
     1570977126, 1584012531, 2025635336, 1367674605, 1502788581, 1337201345, 1499953935, 1837436211, 1639115730, 1889675522, 1227524156, 1594454457, 1472374900, 1488631453, 1450357168, 1482710043
 };
 
-const int32_t ecc_w_dw_Conv_output_0_shift[16] ECC_CONST = {
+const int32_t ecc_p_dw_Conv_output_0_shift[16] ECC_CONST = {
     -8, -9, -8, -8, -8, -8, -8, -8, -8, -9, -8, -8, -8, -8, -8, -8
 };
 
@@ -136,11 +136,11 @@ const int32_t ecc_w_dw_Conv_output_0_b[16] ECC_CONST = {
     -1527, 9078, -676, 262, -1182, -1029, -241, -555, -894, 5500, -709, 4304, 810, -1622, -1322, -1325
 };
 
-const int32_t ecc_w_pw_Conv_output_0_mult[16] ECC_CONST = {
+const int32_t ecc_p_pw_Conv_output_0_mult[16] ECC_CONST = {
     1586784919, 1678298408, 1690969699, 1743569181, 1667137287, 1649500973, 1653514021, 2013876963, 1675099904, 1427237302, 1374589046, 1330468583, 1410373846, 1686871589, 1600340474, 1444213539
 };
 
-const int32_t ecc_w_pw_Conv_output_0_shift[16] ECC_CONST = {
+const int32_t ecc_p_pw_Conv_output_0_shift[16] ECC_CONST = {
     -8, -8, -8, -8, -8, -8, -8, -8, -8, -8, -8, -7, -8, -8, -8, -8
 };
 
@@ -167,11 +167,11 @@ const int32_t ecc_w_pw_Conv_output_0_b[16] ECC_CONST = {
     239, -68, -111, -75, 712, 418, -187, 749, 101, -208, 742, 434, -856, -298, 514, 310
 };
 
-const int32_t ecc_w_fc_Gemm_output_0_mult[10] ECC_CONST = {
+const int32_t ecc_p_fc_Gemm_output_0_mult[10] ECC_CONST = {
     1468179973, 1765320750, 2090142102, 1085788095, 1527044725, 1156659366, 2016661501, 1106730539, 1890281301, 1104147621
 };
 
-const int32_t ecc_w_fc_Gemm_output_0_shift[10] ECC_CONST = {
+const int32_t ecc_p_fc_Gemm_output_0_shift[10] ECC_CONST = {
     -7, -8, -8, -7, -7, -7, -8, -7, -8, -7
 };
 
