@@ -65,8 +65,10 @@ def read_arrays(path: Path, names: tuple[str, ...], pre: Preprocess) -> dict[str
         return {n: loaded[n] for n in names}
 
 
-def preprocess(arr: np.ndarray, shape: tuple[int, ...], pre: Preprocess, where: str) -> np.ndarray:
-    """One input's raw data -> float32 [S, *shape] in the model's layout; InputError on mismatch."""
+def preprocess(arr: np.ndarray, shape: tuple[int, ...], pre: Preprocess, where: str,
+               model_layout: str = "NCHW") -> np.ndarray:
+    """One input's raw data -> float32 [S, *shape] in the model's layout (NCHW for ONNX, NHWC for
+    TFLite 4-D inputs); InputError on mismatch."""
     if arr.dtype.kind not in "uif":
         raise InputError(f"{where}: data of dtype {arr.dtype} (need integers or floats)")
     if arr.size == 0:
@@ -97,8 +99,8 @@ def preprocess(arr: np.ndarray, shape: tuple[int, ...], pre: Preprocess, where: 
             shp = [1] * x.ndim
             shp[cax] = -1
             x = op(x, np.asarray(vals, np.float32).reshape(shp) if len(vals) > 1 else np.float32(vals[0]))
-    if nhwc_data:
-        x = x.transpose(0, 1, 4, 2, 3)
+    if rank == 4 and pre.layout != model_layout:
+        x = x.transpose(0, 1, 4, 2, 3) if nhwc_data else x.transpose(0, 1, 3, 4, 2)
     if tuple(x.shape[1:]) != tuple(shape):
         raise InputError(f"{where}: samples have shape {list(x.shape[1:])} after preprocessing, "
                          f"model input expects {list(shape)} (check preprocess.layout / resize)")
@@ -108,7 +110,8 @@ def preprocess(arr: np.ndarray, shape: tuple[int, ...], pre: Preprocess, where: 
 def load_data(path: Path, graph: Graph, pre: Preprocess) -> dict[str, np.ndarray]:
     """DATA -> {input name: float32 [S, *shape]} for every graph input of a float graph."""
     raw = read_arrays(path, graph.inputs, pre)
-    out = {n: preprocess(a, graph.t(n).shape, pre, f"{path} (input {n!r})") for n, a in raw.items()}
+    layout = graph.meta.get("input_layout", "NCHW")
+    out = {n: preprocess(a, graph.t(n).shape, pre, f"{path} (input {n!r})", layout) for n, a in raw.items()}
     if len({len(v) for v in out.values()}) != 1:
         raise InputError(f"{path}: inputs have different sample counts")
     return out

@@ -15,6 +15,7 @@ import numpy as np
 
 import toolchain.ops  # noqa: F401 - registers every op
 from quantize import quantize
+from quantize.dequantize import dequantize_graph
 from targets import Target
 from targets.build import BuildResult, Footprint, build_firmware, check_fits
 from toolchain import __version__
@@ -24,6 +25,7 @@ from toolchain.config import Config
 from toolchain.data import load_data
 from toolchain.errors import InputError
 from toolchain.frontend.onnx import load_onnx
+from toolchain.frontend.tflite import load_tflite
 from toolchain.ir import Graph
 from toolchain.lower import scratch_sizes, select_kernels
 from toolchain.memory import MemoryPlan, inplace_inputs, plan_memory
@@ -64,17 +66,22 @@ def compile_model(cfg: Config, target: Target, out_dir: Path, *, profile: bool) 
     compiler or linker fails (e.g. a region overflow).
     """
     t0 = time.monotonic()
-    graph = load_onnx(cfg.model, cfg.input_shapes)                    # ONNX -> IR, NHWC activations
-    graph = run_passes(graph)                                         # fold constants/BatchNorm, fuse Relu/Clip, drop no-op transposes
-    calib_path = cfg.calibration or cfg.verify
-    if calib_path is None:
-        raise InputError(f"{cfg.source or 'command line'}: a float model needs calibration data; pass --calibration DATA")
-    calib = load_data(calib_path, graph, cfg.preprocess)              # real data through the preprocess block
-    qgraph = quantize(graph, calib, cfg.calibration_method)           # INT8 PTQ (TFLite int8 spec), calibrated ranges
+    if Path(cfg.model).suffix.lower() == ".tflite":
+        qgraph = load_tflite(cfg.model)                               # int8 .tflite: keep the file's own quantization
+        graph, n_calib = dequantize_graph(qgraph), 0                  # its float twin (dequantized weights) as reference
+    else:
+        graph = load_onnx(cfg.model, cfg.input_shapes)                # ONNX -> IR, NHWC activations
+        graph = run_passes(graph)                                     # fold constants/BatchNorm, fuse Relu/Clip, drop no-op transposes
+        calib_path = cfg.calibration or cfg.verify
+        if calib_path is None:
+            raise InputError(f"{cfg.source or 'command line'}: a float model needs calibration data; pass --calibration DATA")
+        calib = load_data(calib_path, graph, cfg.preprocess)          # real data through the preprocess block
+        qgraph = quantize(graph, calib, cfg.calibration_method)       # INT8 PTQ (TFLite int8 spec), calibrated ranges
+        n_calib = len(next(iter(calib.values())))
     prefs = [isa.value for isa in target.kernel_preference]
     variants = select_kernels(qgraph, prefs)                          # one kernel variant per op for this board
     scratch, inplace = scratch_sizes(qgraph, variants), inplace_inputs(variants)
-    qgraph = order_for_memory(qgraph, scratch, target.buffer_alignment, inplace)  # kernel order with the smallest live peak
+    qgraph = order_for_memory(qgraph, scratch, target.buffer_alignment, inplace)  # order with the smallest live peak
     plan = plan_memory(qgraph, scratch, target.buffer_alignment, inplace=inplace)  # one static arena at the live bound
     weight_bytes = sum(t.nbytes for t in qgraph.tensors.values() if t.is_const)
     check_fits(target, Footprint(weights=weight_bytes, arena=plan.arena_bytes))  # fail before any C is compiled
@@ -87,7 +94,6 @@ def compile_model(cfg: Config, target: Target, out_dir: Path, *, profile: bool) 
     fw = build_firmware(target, [harness], [lib_dir], fw_dir, defines=defines,
                         lib_sources=lib_sources, weights_section=cfg.weights_section)
     t2 = time.monotonic()
-    n_calib = len(next(iter(calib.values())))
     return Build(cfg, target, graph, qgraph, variants, plan, ctx, lib_dir, fw_dir, fw, n_calib, t1 - t0, t2 - t1)
 
 

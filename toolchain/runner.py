@@ -38,8 +38,14 @@ class Outcome:
     log: str
 
 
-def float_reference(model: Path, data: dict[str, np.ndarray]) -> list[np.ndarray]:
-    """onnxruntime outputs of the float model, per output [S, *shape] (one run per sample)."""
+def float_reference(build: Build, data: dict[str, np.ndarray]) -> list[np.ndarray]:
+    """Float outputs per output [S, *shape]: onnxruntime on the float ONNX model, or for an int8
+    model (.tflite) our interpreter on its float twin (dequantized weights, float math)."""
+    g = build.graph_f32
+    if g.meta.get("dequantized"):
+        runs = [interpret(g, {k: v[i] for k, v in data.items()}) for i in range(len(next(iter(data.values()))))]
+        return [np.stack([r[o] for r in runs]) for o in g.outputs]
+    model = build.config.model
     import onnxruntime as ort
 
     opts = ort.SessionOptions()
@@ -96,7 +102,9 @@ def _verification(build: Build, got: list[np.ndarray] | None, expected: list[np.
                   floats: list[np.ndarray], samples: int, data_name: str) -> dict[str, Any]:
     g = build.graph_s8
     v: dict[str, Any] = {"reference": REFERENCE, "data": data_name, "samples": samples, "bit_exact": False,
-                         "mismatches": None, "float_reference": "onnxruntime (float model)"}
+                         "mismatches": None,
+                         "float_reference": "edgecc float interpreter of the dequantized int8 graph"
+                         if build.graph_f32.meta.get("dequantized") else "onnxruntime (float model)"}
     if got is not None:
         diffs = [np.argwhere(a != b) for a, b in zip(got, expected, strict=True)]
         count = int(sum(len(d) for d in diffs))
@@ -131,7 +139,7 @@ def run_and_verify(build: Build) -> Outcome:
                               marks=MARK_SYMBOLS)
         runs = [interpret(g, {k: v[i] for k, v in q.items()}) for i in range(samples)]
         expected = [np.stack([r[o] for r in runs]) for o in g.outputs]
-        floats = float_reference(cfg.model, data)
+        floats = float_reference(build, data)
         log = pending.result()
     # paths relative to fw/: the build folder is renamed to OUT once the run is over
     command = " ".join(log.command).replace(str(build.fw_dir.resolve()), ".")

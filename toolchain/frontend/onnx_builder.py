@@ -172,4 +172,5 @@ class Builder:
                 raise UnsupportedModel(f"{self.path}: graph output {o!r} is a constant")
             outs.append(self.onnx_order(o))
         return Graph(self.name, tuple(self.nodes), self.tensors, tuple(self.inputs), tuple(outs),
-                     meta={"source": str(self.path), "opset": self.opset})
+                     meta={"source": str(self.path), "opset": self.opset, "format": "onnx",
+                           "input_layout": "NCHW"})

@@ -5,8 +5,8 @@ parameters are the op's builtin options (schema.fbs names and defaults), so an o
 handle fails loudly unless it holds its default.
 
 TFLite is already NHWC with OHWI conv weights, [1, KH, KW, C*mult] depthwise weights and [O, K]
-FC weights, which is the IR's layout: constants are used as stored. Where TFLM derives kernel
-parameters differently from our own glue, the node's attrs say so (FullyConnectedAttrs.multiplier_rule).
+FC weights, which is the IR's layout: constants are used as stored. The op glue derives kernel
+parameters from these scales exactly as the TFLM oracle does (per-tensor weight scales included).
 Stages: tflite_reader.read_tflite -> check every op has a converter -> convert op by op, collecting
 every unsupported node -> Graph. Not here: flatbuffer parsing (tflite_reader), kernel arithmetic (ops).
 """
@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from toolchain.errors import InputError, UnsupportedModel
+from toolchain.errors import UnsupportedModel
 from toolchain.frontend.tflite_reader import TflModel, TflOp, read_tflite
 from toolchain.ir import DType, Graph, Node, QuantParams, Tensor
 from toolchain.ir.graph import fresh_name
@@ -195,7 +195,7 @@ def _check_int8_per_tensor(t: Tensor, role: str, err: Callable[[str], Exception]
 
 # ---- converters: one per TFLite builtin op (keyword parameters = schema.fbs options) ---------
 @converter("CONV_2D")
-def conv_2d(b: Builder, input: int, filter: int, bias: int = -1, *, padding: int = SAME, stride_w: int = 0,  # noqa: A002
+def conv_2d(b: Builder, input: int, filter: int, bias: int = -1, *, padding: int = SAME, stride_w: int = 0,
             stride_h: int = 0, fused_activation_function: int = 0, dilation_w_factor: int = 1,
             dilation_h_factor: int = 1) -> None:
     x, w = b.act(input), b.weights(filter, 4, axis=0)
@@ -210,7 +210,7 @@ def conv_2d(b: Builder, input: int, filter: int, bias: int = -1, *, padding: int
 
 
 @converter("DEPTHWISE_CONV_2D")
-def depthwise_conv_2d(b: Builder, input: int, filter: int, bias: int = -1, *, padding: int = SAME,  # noqa: A002
+def depthwise_conv_2d(b: Builder, input: int, filter: int, bias: int = -1, *, padding: int = SAME,
                       stride_w: int = 0, stride_h: int = 0, depth_multiplier: int = 0,
                       fused_activation_function: int = 0, dilation_w_factor: int = 1, dilation_h_factor: int = 1) -> None:
     x, w = b.act(input), b.weights(filter, 4, axis=3)
@@ -224,7 +224,7 @@ def depthwise_conv_2d(b: Builder, input: int, filter: int, bias: int = -1, *, pa
 
 
 @converter("FULLY_CONNECTED")
-def fully_connected(b: Builder, input: int, weights: int, bias: int = -1, *,  # noqa: A002
+def fully_connected(b: Builder, input: int, weights: int, bias: int = -1, *,
                     fused_activation_function: int = 0, keep_num_dims: bool = False) -> None:
     x, w = b.act(input), b.weights(weights, 2, axis=0)
     y = b.act(b.op.outputs[0], "output")
@@ -234,7 +234,7 @@ def fully_connected(b: Builder, input: int, weights: int, bias: int = -1, *,  # 
     # TFLM reads the input as [size / K, K] whatever its rank; keep_num_dims only shapes the output.
     if x.shape != (x.size // k, k):
         x = b.reshape(x, (x.size // k, k))
-    attrs = FullyConnectedAttrs(b.fused(fused_activation_function), multiplier_rule="tflm")
+    attrs = FullyConnectedAttrs(b.fused(fused_activation_function))
     flat = y if y.shape == (x.shape[0], o) else b.fresh(f"{y.name}_2d", y, (x.shape[0], o))
     b.emit(OpKind.FULLY_CONNECTED, [x, w, b.bias(bias, o, x, w)], attrs, flat)
     if flat is not y:
@@ -250,7 +250,7 @@ def add(b: Builder, input1: int, input2: int, *, fused_activation_function: int 
     b.emit(OpKind.ADD, [x1, x2], AddAttrs(b.fused(fused_activation_function)))
 
 
-def _pool(b: Builder, kind: OpKind, input: int, padding: int, stride_w: int, stride_h: int,  # noqa: A002
+def _pool(b: Builder, kind: OpKind, input: int, padding: int, stride_w: int, stride_h: int,
           filter_width: int, filter_height: int, fused_activation_function: int) -> None:
     x, y = b.act(input), b.act(b.op.outputs[0], "output")
     # TFLM pooling_common.cc PoolingPrepare refuses int8 pooling whose output scale differs from the
@@ -264,21 +264,21 @@ def _pool(b: Builder, kind: OpKind, input: int, padding: int, stride_w: int, str
 
 
 @converter("AVERAGE_POOL_2D")
-def average_pool_2d(b: Builder, input: int, *, padding: int = SAME, stride_w: int = 0, stride_h: int = 0,  # noqa: A002
+def average_pool_2d(b: Builder, input: int, *, padding: int = SAME, stride_w: int = 0, stride_h: int = 0,
                     filter_width: int = 0, filter_height: int = 0, fused_activation_function: int = 0) -> None:
     _pool(b, OpKind.AVG_POOL2D, input, padding, stride_w, stride_h, filter_width, filter_height,
           fused_activation_function)
 
 
 @converter("MAX_POOL_2D")
-def max_pool_2d(b: Builder, input: int, *, padding: int = SAME, stride_w: int = 0, stride_h: int = 0,  # noqa: A002
+def max_pool_2d(b: Builder, input: int, *, padding: int = SAME, stride_w: int = 0, stride_h: int = 0,
                 filter_width: int = 0, filter_height: int = 0, fused_activation_function: int = 0) -> None:
     _pool(b, OpKind.MAX_POOL2D, input, padding, stride_w, stride_h, filter_width, filter_height,
           fused_activation_function)
 
 
 @converter("RESHAPE")
-def reshape(b: Builder, input: int, shape: int = -1, *, new_shape: Any = None) -> None:  # noqa: A002
+def reshape(b: Builder, input: int, shape: int = -1, *, new_shape: Any = None) -> None:
     # The target is the output tensor's static shape in the file (shape input and new_shape agree
     # with it in a valid model). Bytes are copied as they are (TFLM memcpy): quantization unchanged.
     x, y = b.act(input), b.act(b.op.outputs[0], "output")
@@ -286,7 +286,7 @@ def reshape(b: Builder, input: int, shape: int = -1, *, new_shape: Any = None) -
 
 
 @converter("SOFTMAX")
-def softmax(b: Builder, input: int, *, beta: float = 0.0) -> None:  # noqa: A002
+def softmax(b: Builder, input: int, *, beta: float = 0.0) -> None:
     x, y = b.act(input), b.act(b.op.outputs[0], "output")
     # TFLM softmax_common.cc CalculateSoftmaxParams: int8 output must be zp -128, scale 1/256 (+-0.1%).
     if y.quant.zp != -128 or abs(y.quant.s - 1 / 256) > 0.001 / 256:
@@ -335,7 +335,8 @@ def load_tflite(path: str | Path) -> Graph:
     if errors:
         raise UnsupportedModel(f"{path}: {len(errors)} unsupported: " + "; ".join(errors))
     return Graph(path.stem, tuple(b.nodes), b.tensors, tuple(m.tensors[i].name for i in m.inputs),
-                 tuple(m.tensors[i].name for i in m.outputs), meta={"source": str(path), "format": "tflite"})
+                 tuple(m.tensors[i].name for i in m.outputs), meta={"source": str(path), "format": "tflite",
+                                                                    "input_layout": "NHWC"})
 
 
-__all__ = ["CONVERTERS", "InputError", "UnsupportedModel", "load_tflite"]
+__all__ = ["CONVERTERS", "load_tflite"]

@@ -84,7 +84,7 @@ def read_tflite(path: Path) -> TflModel:
         raise InputError(f"{path}: not a TFLite flatbuffer (no 'TFL3' identifier); pass a .tflite file")
     try:
         model = S.ModelT.InitFromObj(S.Model.GetRootAsModel(buf, 0))
-    except Exception as e:  # a corrupt flatbuffer raises struct/index errors from deep inside
+    except Exception as e:  # noqa: BLE001 - a corrupt flatbuffer raises struct/index errors from deep inside
         raise InputError(f"{path}: cannot parse the TFLite flatbuffer ({type(e).__name__}: {e})") from None
     if not model.subgraphs or len(model.subgraphs) != 1:
         raise UnsupportedModel(f"{path}: {len(model.subgraphs or [])} subgraphs (only single-subgraph models)")
