@@ -158,7 +158,8 @@ def check_no_overlap(plan: MemoryPlan) -> None:
             raise PlanError(f"buffer {b.name} has no offset")
         off = plan.offsets[b.name]
         if off % plan.alignment or off < 0 or off + b.size > plan.arena_bytes:
-            raise PlanError(f"buffer {b.name} at {off} (+{b.size} B) is misaligned or outside the {plan.arena_bytes} B arena")
+            raise PlanError(f"buffer {b.name} at {off} (+{b.size} B) is misaligned or outside the "
+                            f"{plan.arena_bytes} B arena")
     for i, a in enumerate(bs):
         for b in bs[i + 1:]:
             if b.first > a.last:

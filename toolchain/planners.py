@@ -229,7 +229,8 @@ def _cp_sat(buffers: Sequence[Buffer], alignment: int, hint: Sequence[int], hint
     text.append(f"constraints {{ no_overlap_2d {{ x_intervals: [{ivs}] "
                 f"y_intervals: [{', '.join(map(str, range(n, 2 * n)))}] }} }}")
     demands = " ".join(f"demands {{ offset: {u} }}" for u in units)
-    text.append(f"constraints {{ cumulative {{ capacity {{ vars: [{top}] coeffs: [1] }} intervals: [{ivs}] {demands} }} }}")
+    text.append(f"constraints {{ cumulative {{ capacity {{ vars: [{top}] coeffs: [1] }} "
+                f"intervals: [{ivs}] {demands} }} }}")
     text.append(f"objective {{ vars: [{top}] coeffs: [1] }}")
     text.append(f"solution_hint {{ vars: [{ivs}, {top}] values: [{', '.join(map(str, hint))}, {hint_top}] }}")
     model = cmh.CpModelProto()

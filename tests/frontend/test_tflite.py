@@ -69,7 +69,7 @@ def test_mlperf_model_loads_with_file_quantization(name):
     for n in g.nodes:
         got[n.op.value] = got.get(n.op.value, 0) + 1
     assert got == counts
-    assert dict(g.meta) == {"source": str(_path(name)), "format": "tflite"}
+    assert dict(g.meta) == {"source": str(_path(name)), "format": "tflite", "input_layout": "NHWC"}
     (x,), (y,) = [g.t(i) for i in g.inputs], [g.t(o) for o in g.outputs]
     assert (x.shape, y.shape, x.dtype, y.dtype) == (in_shape, out_shape, DType.INT8, DType.INT8)
     assert np.isclose(x.quant.s, in_q[0], rtol=1e-6) and x.quant.zp == in_q[1]

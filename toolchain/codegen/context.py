@@ -97,7 +97,9 @@ def build_context(graph: Graph, plan: MemoryPlan, variants: dict[str, KernelVari
                 args.append(sym)
             elif arg.kind == "array":
                 sym = pnames(f"{node.name}_{arg.name}")
-                consts.setdefault(sym, ConstArray(sym, "int32_t", np.asarray(arg.value, np.int32)))
+                values = np.asarray(arg.value)
+                ctype = "int8_t" if values.dtype == np.int8 else "int32_t"  # int8: weights re-packed offline
+                consts.setdefault(sym, ConstArray(sym, ctype, values.astype(np.int8 if ctype == "int8_t" else np.int32)))
                 args.append(sym)
             else:
                 args.append("NULL")

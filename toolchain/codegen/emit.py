@@ -40,7 +40,8 @@ def emit_library(ctx: ModelContext, lib_dir: Path) -> list[Path]:
     env = template_env()
     lib_dir.mkdir(parents=True, exist_ok=True)
     stamp = f"/* {ctx.stamp} */\n"  # every shipped file says which generator made it
-    for header in (*KERNEL_HEADERS, *ctx.kernel_headers, "ecc_profile.h"):
+    # variant headers are paths under c_templates/kernels/ (KernelVariant.headers)
+    for header in (*KERNEL_HEADERS, *(f"kernels/{h}" for h in ctx.kernel_headers), "ecc_profile.h"):
         _write(lib_dir / Path(header).name, stamp + (TEMPLATE_DIR / header).read_text(encoding="utf-8"))
     for name in ("model.h", "weights.h"):
         _write(lib_dir / name, env.get_template(f"{name}.j2").render(ctx=ctx))

@@ -14,6 +14,7 @@ from toolchain.ops.fixed_point import requantize_s8, wrap_int32
 from dataclasses import dataclass
 from toolchain.ir import Graph, Node
 from toolchain.ops.common import NO_ACT, Window, act_range_s8, apply_act_f32, conv_f32, quantize_bias, quantize_weights, requant_arrays
+from toolchain.ops.packing import Folded, dsp_variant, fold_layer, gemm_groups, pack_gemm_weights
 from toolchain.ops.registry import CArg, Cost, OpDef, OpKind, portable, register
 
 
@@ -112,9 +113,52 @@ def _s8_kwargs(node: Node, graph: Graph) -> dict:
                 act_min=lo, act_max=hi)
 
 
+# ---- DSP variants (c_templates/kernels/dsp/): predicates, scratch, argument lists -----------
+def _dsp_fold(node: Node, graph: Graph) -> Folded | None:
+    """Zero point folded into the bias + fast requantization; None if the dsp kernels cannot be exact."""
+    if node.attrs.groups != 1:
+        return None
+    w = graph.t(node.inputs[1]).data
+    k = _s8_kwargs(node, graph)
+    bias = graph.t(node.inputs[2]).data if len(node.inputs) > 2 and node.inputs[2] else None
+    return fold_layer(w.reshape(w.shape[0], -1), bias, k["input_offset"], k["out_mult"], k["out_shift"],
+                      k["output_offset"])
+
+
+def _is_1x1(node: Node, graph: Graph) -> bool:
+    win = node.attrs.window
+    return win.kernel == (1, 1) and not any(win.pads) and graph.t(node.inputs[0]).shape[3] % 4 == 0
+
+
+def _dsp_gemm_args(node: Node, graph: Graph, pointwise: bool) -> list[CArg]:
+    k, f = _s8_kwargs(node, graph), _dsp_fold(node, graph)
+    x, w, y = graph.t(node.inputs[0]), graph.t(node.inputs[1]), graph.t(node.outputs[0])
+    w2d = w.data.reshape(w.shape[0], -1)
+    geometry = [*k["stride"]] if pointwise else [*k["stride"], *k["pad"], *k["dilation"], -k["input_offset"]]
+    wdims = [] if pointwise else [*w.shape[1:3]]
+    return [*map(CArg.lit, [*geometry, k["act_min"], k["act_max"]]), CArg("array", f.rq, "rq"),
+            *map(CArg.lit, x.shape), CArg("act", x.name), *map(CArg.lit, [*wdims, gemm_groups(w2d.shape[1])]),
+            CArg("array", pack_gemm_weights(w2d), "wpack"), CArg("array", f.bias, "bias"),
+            *map(CArg.lit, y.shape[1:]), CArg("act", y.name)]
+
+
+def _dsp_groups(node: Node, graph: Graph) -> int:
+    w = graph.t(node.inputs[1])
+    return gemm_groups(w.size // w.shape[0])
+
+
+DSP_1X1 = dsp_variant("conv2d", "1x1", applies=lambda n, g: _is_1x1(n, g) and _dsp_fold(n, g) is not None,
+                      scratch_bytes=lambda n, g: 16 * _dsp_groups(n, g),
+                      args=lambda n, g: _dsp_gemm_args(n, g, pointwise=True))
+# general: im2col of two pixels as q15 (16 B per 4-k group) + int8 staging when in_c % 4 != 0
+DSP_GENERAL = dsp_variant("conv2d", applies=lambda n, g: _dsp_fold(n, g) is not None,
+                          scratch_bytes=lambda n, g: (16 + 4 * (g.t(n.inputs[0]).shape[3] % 4 != 0)) * _dsp_groups(n, g),
+                          args=lambda n, g: _dsp_gemm_args(n, g, pointwise=False))
+
+
 @register(OpKind.CONV2D)
 class Conv2D(OpDef):
-    variants = (portable("conv2d"),)
+    variants = (DSP_1X1, DSP_GENERAL, portable("conv2d"))
 
     def infer_shapes(self, node: Node, graph: Graph) -> list[tuple[int, ...]]:
         n, h, w, cin = graph.t(node.inputs[0]).shape

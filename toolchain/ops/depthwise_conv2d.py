@@ -13,6 +13,7 @@ from toolchain.ops.fixed_point import requantize_s8, wrap_int32
 from dataclasses import dataclass
 from toolchain.ir import Graph, Node
 from toolchain.ops.common import NO_ACT, Window, act_range_s8, apply_act_f32, conv_f32, quantize_bias, quantize_weights, requant_arrays
+from toolchain.ops.packing import Folded, dsp_variant, fold_layer
 from toolchain.ops.registry import CArg, Cost, OpDef, OpKind, portable, register
 
 
@@ -72,9 +73,47 @@ def _s8_kwargs(node: Node, graph: Graph) -> dict:
                 output_offset=y.quant.zp, out_mult=mult, out_shift=shift, act_min=lo, act_max=hi)
 
 
+# ---- DSP variants (c_templates/kernels/dsp/): predicates, scratch, argument lists -----------
+def _dsp_fold(node: Node, graph: Graph) -> Folded | None:
+    """Zero point folded into the bias + fast requantization; None if the dsp kernels cannot be exact."""
+    w = graph.t(node.inputs[1]).data
+    k = _s8_kwargs(node, graph)
+    bias = graph.t(node.inputs[2]).data if len(node.inputs) > 2 and node.inputs[2] else None
+    w2d = w.reshape(-1, w.shape[3]).T  # [out_c, taps]: output channel oc sums x[oc // mult] * w[tap, oc]
+    return fold_layer(w2d, bias, k["input_offset"], k["out_mult"], k["out_shift"], k["output_offset"])
+
+
+def _is_3x3(node: Node, graph: Graph) -> bool:
+    a = node.attrs
+    return (a.window.kernel == (3, 3) and a.window.dilation == (1, 1) and a.depth_multiplier == 1
+            and graph.t(node.inputs[0]).shape[3] % 4 == 0)
+
+
+def _dsp_args(node: Node, graph: Graph, three: bool) -> list[CArg]:
+    k, f = _s8_kwargs(node, graph), _dsp_fold(node, graph)
+    x, w, y = graph.t(node.inputs[0]), graph.t(node.inputs[1]), graph.t(node.outputs[0])
+    geometry = [*k["stride"], *k["pad"]] + ([] if three else [*k["dilation"], k["depth_multiplier"]])
+    return [*map(CArg.lit, [*geometry, -k["input_offset"], k["act_min"], k["act_max"]]), CArg("array", f.rq, "rq"),
+            *map(CArg.lit, x.shape), CArg("act", x.name), *map(CArg.lit, [] if three else w.shape[1:3]),
+            CArg("const", w.name), CArg("array", f.bias, "bias"), *map(CArg.lit, y.shape[1:]), CArg("act", y.name)]
+
+
+def _dsp_scratch(node: Node, graph: Graph) -> int:
+    """The weights of every full channel quad widened to q15 (8 bytes per quad and tap)."""
+    _, kh, kw, cout = graph.t(node.inputs[1]).shape
+    quads = cout // 4 if node.attrs.depth_multiplier == 1 else 0
+    return 8 * quads * kh * kw
+
+
+DSP_3X3 = dsp_variant("depthwise_conv2d", "3x3", applies=lambda n, g: _is_3x3(n, g) and _dsp_fold(n, g) is not None,
+                      scratch_bytes=_dsp_scratch, args=lambda n, g: _dsp_args(n, g, three=True))
+DSP_GENERAL = dsp_variant("depthwise_conv2d", applies=lambda n, g: _dsp_fold(n, g) is not None,
+                          scratch_bytes=_dsp_scratch, args=lambda n, g: _dsp_args(n, g, three=False))
+
+
 @register(OpKind.DEPTHWISE_CONV2D)
 class DepthwiseConv2D(OpDef):
-    variants = (portable("depthwise_conv2d"),)
+    variants = (DSP_3X3, DSP_GENERAL, portable("depthwise_conv2d"))
 
     def infer_shapes(self, node: Node, graph: Graph) -> list[tuple[int, ...]]:
         n, h, w, cin = graph.t(node.inputs[0]).shape

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from toolchain.ops.fixed_point import quantize_multiplier, requantize_s8, wrap_int32
+from toolchain.ops.fixed_point import requantize_s8, wrap_int32
 from dataclasses import dataclass
 from toolchain.ir import Graph, Node
 from toolchain.ops.common import NO_ACT, act_range_s8, apply_act_f32, quantize_bias, quantize_weights, requant_arrays
+from toolchain.ops.packing import Folded, dsp_variant, fold_layer, gemm_groups, pack_gemm_weights
 from toolchain.ops.registry import CArg, Cost, OpDef, OpKind, portable, register
 
 
@@ -45,42 +46,53 @@ def fully_connected_s8(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, *,
 # ---- IR glue: attrs, shapes, float semantics, quantization, kernel call ---------------------
 @dataclass(frozen=True)
 class FullyConnectedAttrs:
-    """FullyConnected (ONNX Gemm/MatMul with constant B, TFLite FULLY_CONNECTED): weights [O, K].
-
-    multiplier_rule: how the requantization multiplier is derived from the scales. "edgecc" (our
-    quantizer): double(s_in) * double(s_w[o]) / double(s_out) for every output. "tflm" (set by the
-    TFLite frontend): TFLM's own rule, which differs for per-tensor weights (see _s8_kwargs)."""
+    """FullyConnected (ONNX Gemm/MatMul with constant B, TFLite FULLY_CONNECTED): weights [O, K]."""
 
     act: tuple[float, float] = NO_ACT
-    multiplier_rule: str = "edgecc"
-
-
-def _multipliers(node: Node, x_scale: float, w_scale: tuple[float, ...], y_scale: float):
-    if node.attrs.multiplier_rule == "tflm" and len(w_scale) == 1:
-        # TFLM micro/kernels/fully_connected_common.cc CalculateOpDataFullyConnected: per-tensor
-        # weights go through kernel_util.cc GetQuantizedConvolutionMultipler, which multiplies the
-        # two scales in float32 and only then widens: double(float(s_in * s_w)) / double(s_out).
-        # Conv, depthwise and per-channel FC use double(s_in) * double(s_w) / double(s_out); the
-        # float32 rounding of the product moves the Q31 multiplier by 1 in some models.
-        real = float(np.float32(x_scale) * np.float32(w_scale[0])) / float(y_scale)
-        m, s = quantize_multiplier(real)
-        return np.array([m], np.int32), np.array([s], np.int32)
-    if node.attrs.multiplier_rule not in ("edgecc", "tflm"):
-        raise ValueError(f"unknown multiplier_rule {node.attrs.multiplier_rule!r}")
-    return requant_arrays(x_scale, w_scale, y_scale)
 
 
 def _s8_kwargs(node: Node, graph: Graph) -> dict:
     x, w, y = graph.t(node.inputs[0]), graph.t(node.inputs[1]), graph.t(node.outputs[0])
-    mult, shift = _multipliers(node, x.quant.s, w.quant.scale, y.quant.s)
+    # A per-tensor weight scale (TFLite files) is broadcast over the outputs, as for conv: the kernels
+    # take one multiplier per output. Real multiplier double(s_in) * double(s_w) / double(s_out) for
+    # per-tensor weights too: TFLM's source reads double(float(s_in * s_w)) there (kernel_util.cc
+    # GetQuantizedConvolutionMultipler, tflite-micro issue #1492), but the oracle build (tflite-micro
+    # 0.dev20261023, x86) multiplies in double (cvtss2sd both scales, then mulsd);
+    # tests/frontend/test_tflite.py pins it with accumulators where the two rules round differently.
+    w_scale = w.quant.scale * (w.shape[0] if len(w.quant.scale) == 1 else 1)
+    mult, shift = requant_arrays(x.quant.s, w_scale, y.quant.s)
     lo, hi = act_range_s8(node.attrs.act, y.quant)
     return dict(input_offset=-x.quant.zp, filter_offset=0, output_offset=y.quant.zp, out_mult=mult,
                 out_shift=shift, act_min=lo, act_max=hi)
 
 
+# ---- DSP variant (c_templates/kernels/dsp/): predicate, scratch, argument list ---------------
+def _dsp_fold(node: Node, graph: Graph) -> Folded | None:
+    """Zero point folded into the bias + fast requantization; None if the dsp kernel cannot be exact."""
+    k = _s8_kwargs(node, graph)
+    if k["filter_offset"] != 0:
+        return None
+    bias = graph.t(node.inputs[2]).data if len(node.inputs) > 2 and node.inputs[2] else None
+    return fold_layer(graph.t(node.inputs[1]).data, bias, k["input_offset"], k["out_mult"], k["out_shift"],
+                      k["output_offset"])
+
+
+def _dsp_args(node: Node, graph: Graph) -> list[CArg]:
+    k, f = _s8_kwargs(node, graph), _dsp_fold(node, graph)
+    x, w, y = graph.t(node.inputs[0]), graph.t(node.inputs[1]), graph.t(node.outputs[0])
+    return [CArg.lit(k["act_min"]), CArg.lit(k["act_max"]), CArg("array", f.rq, "rq"), *map(CArg.lit, x.shape),
+            CArg("act", x.name), CArg.lit(gemm_groups(w.shape[1])), CArg("array", pack_gemm_weights(w.data), "wpack"),
+            CArg("array", f.bias, "bias"), CArg.lit(y.shape[1]), CArg("act", y.name)]
+
+
+# scratch: two batch rows widened to q15, 16 bytes per 4-k group
+DSP = dsp_variant("fully_connected", applies=lambda n, g: _dsp_fold(n, g) is not None,
+                  scratch_bytes=lambda n, g: 16 * gemm_groups(g.t(n.inputs[1]).shape[1]), args=_dsp_args)
+
+
 @register(OpKind.FULLY_CONNECTED)
 class FullyConnected(OpDef):
-    variants = (portable("fully_connected"),)
+    variants = (DSP, portable("fully_connected"))
 
     def infer_shapes(self, node: Node, graph: Graph) -> list[tuple[int, ...]]:
         b, k = graph.t(node.inputs[0]).shape
@@ -107,8 +119,7 @@ class FullyConnected(OpDef):
         x, w, y = graph.t(node.inputs[0]), graph.t(node.inputs[1]), graph.t(node.outputs[0])
         ints = [k["input_offset"], k["filter_offset"], k["output_offset"], k["act_min"], k["act_max"]]
         return [*map(CArg.lit, ints), CArg("array", k["out_mult"], "mult"), CArg("array", k["out_shift"], "shift"),
-                CArg.lit(int(len(k["out_mult"]) == y.shape[1])),  # per_channel: 0 = one multiplier for all
-                *map(CArg.lit, x.shape), CArg("act", x.name), CArg("const", w.name),
+                CArg.lit(1), *map(CArg.lit, x.shape), CArg("act", x.name), CArg("const", w.name),
                 CArg("const", node.inputs[2]), CArg.lit(y.shape[1]), CArg("act", y.name)]
 
     def cost(self, node: Node, graph: Graph) -> Cost:

@@ -58,18 +58,14 @@ static inline int32_t ecc_dsp_requant(int32_t acc, int32_t mult, int32_t c, int3
     return (c + (h << 1) + (h >> 31)) >> e1;
 }
 
-static inline int8_t ecc_dsp_clamp(int32_t v, int32_t lo, int32_t hi)
+/* Clamp to [lo, hi] (inside int8). full = (lo, hi) == (-128, 127): one SSAT. */
+static inline int8_t ecc_dsp_clamp(int32_t v, int32_t lo, int32_t hi, int32_t full)
 {
+    if (full) {
+        return (int8_t)__ssat(v, 8);
+    }
     v = v < lo ? lo : v;
     return (int8_t)(v > hi ? hi : v);
-}
-
-/* requantize, clamp and store two outputs of one channel (rq = {mult, c, e1}) */
-static inline void ecc_dsp_store2(int32_t a, int32_t b, const int32_t *rq, int32_t lo, int32_t hi,
-                                  int8_t *pa, int8_t *pb)
-{
-    *pa = ecc_dsp_clamp(ecc_dsp_requant(a, rq[0], rq[1], rq[2]), lo, hi);
-    *pb = ecc_dsp_clamp(ecc_dsp_requant(b, rq[0], rq[1], rq[2]), lo, hi);
 }
 
 /* 4 int8 (one word) -> the two q15 words of ecc_dsp's column order */
@@ -77,6 +73,47 @@ static inline void ecc_dsp_q15x4(int32_t v, int32_t *dst)
 {
     dst[0] = __sxtb16(v);
     dst[1] = ecc_dsp_sxtb16_ror8(v);
+}
+
+/* A word-aligned int8 tensor read as int32 words (may_alias: no strict-aliasing assumption). */
+typedef int32_t ecc_dsp_w32 __attribute__((may_alias, aligned(4)));
+
+/* Widen k int8 (k % 4 == 0, src word aligned) into one slot of an interleaved q15 column
+ * starting at dst (stride 4 words per 4-k group); returns dst after the last group. */
+static inline int32_t *ecc_dsp_widen_a(const int8_t *src, int32_t k, int32_t *dst)
+{
+    const ecc_dsp_w32 *s = (const ecc_dsp_w32 *)(const void *)src;
+    for (; k >= 8; k -= 8, s += 2, dst += 8) {
+        const int32_t a = s[0], b = s[1];
+        dst[0] = __sxtb16(a);
+        dst[1] = ecc_dsp_sxtb16_ror8(a);
+        dst[4] = __sxtb16(b);
+        dst[5] = ecc_dsp_sxtb16_ror8(b);
+    }
+    if (k) {
+        ecc_dsp_q15x4(s[0], dst);
+        dst += 4;
+    }
+    return dst;
+}
+
+/* The same from any address (memcpy loads). */
+static inline int32_t *ecc_dsp_widen_u(const int8_t *src, int32_t k, int32_t *dst)
+{
+    for (; k >= 4; k -= 4, src += 4, dst += 4) {
+        ecc_dsp_q15x4(ecc_dsp_ld4(src), dst);
+    }
+    return dst;
+}
+
+/* k values (k % 4 == 0) of one slot set to the q15 pair zq; returns dst after them. */
+static inline int32_t *ecc_dsp_fill(int32_t *dst, int32_t k, int32_t zq)
+{
+    for (; k >= 4; k -= 4, dst += 4) {
+        dst[0] = zq;
+        dst[1] = zq;
+    }
+    return dst;
 }
 
 /* acc[2 rows][2 columns] += over n pairs of 4-k groups (8 k per iteration, n >= 1).
@@ -122,6 +159,7 @@ static inline void ecc_dsp_gemm_2col(const int32_t *cols, int32_t groups, const 
                                      const int32_t *rq, int32_t out_c, int32_t lo, int32_t hi,
                                      int8_t *out_a, int8_t *out_b)
 {
+    const int32_t full = lo == -128 && hi == 127;
     int32_t oc;
     for (oc = 0; oc + 2 <= out_c; oc += 2) {
         /* acc layout for ecc_dsp_mac_2x2: {row0 colA, row1 colA, row0 colB, row1 colB} */
@@ -144,8 +182,11 @@ static inline void ecc_dsp_gemm_2col(const int32_t *cols, int32_t groups, const 
             acc[3] = __smlad(e1, x[2], __smlad(o1, x[3], acc[3]));
             w += 8;
         }
-        ecc_dsp_store2(acc[0], acc[2], rq + 3 * oc, lo, hi, out_a + oc, out_b + oc);
-        ecc_dsp_store2(acc[1], acc[3], rq + 3 * oc + 3, lo, hi, out_a + oc + 1, out_b + oc + 1);
+        out_a[oc] = ecc_dsp_clamp(ecc_dsp_requant(acc[0], rq[0], rq[1], rq[2]), lo, hi, full);
+        out_b[oc] = ecc_dsp_clamp(ecc_dsp_requant(acc[2], rq[0], rq[1], rq[2]), lo, hi, full);
+        out_a[oc + 1] = ecc_dsp_clamp(ecc_dsp_requant(acc[1], rq[3], rq[4], rq[5]), lo, hi, full);
+        out_b[oc + 1] = ecc_dsp_clamp(ecc_dsp_requant(acc[3], rq[3], rq[4], rq[5]), lo, hi, full);
+        rq += 6;
     }
     if (oc < out_c) { /* odd last row: 4 bytes per group */
         int32_t a = bias[oc], b = a, g;
@@ -156,7 +197,8 @@ static inline void ecc_dsp_gemm_2col(const int32_t *cols, int32_t groups, const 
             a = __smlad(e0, x[0], __smlad(o0, x[1], a));
             b = __smlad(e0, x[2], __smlad(o0, x[3], b));
         }
-        ecc_dsp_store2(a, b, rq + 3 * oc, lo, hi, out_a + oc, out_b + oc);
+        out_a[oc] = ecc_dsp_clamp(ecc_dsp_requant(a, rq[0], rq[1], rq[2]), lo, hi, full);
+        out_b[oc] = ecc_dsp_clamp(ecc_dsp_requant(b, rq[0], rq[1], rq[2]), lo, hi, full);
     }
 }
 
@@ -164,6 +206,7 @@ static inline void ecc_dsp_gemm_2col(const int32_t *cols, int32_t groups, const 
 static inline void ecc_dsp_gemm_1col(const int32_t *cols, int32_t groups, const int8_t *w, const int32_t *bias,
                                      const int32_t *rq, int32_t out_c, int32_t lo, int32_t hi, int8_t *out)
 {
+    const int32_t full = lo == -128 && hi == 127;
     int32_t oc, g;
     for (oc = 0; oc + 2 <= out_c; oc += 2) {
         int32_t a0 = bias[oc], a1 = bias[oc + 1];
@@ -173,8 +216,8 @@ static inline void ecc_dsp_gemm_1col(const int32_t *cols, int32_t groups, const 
             a0 = __smlad(__sxtb16(w0), x[0], __smlad(ecc_dsp_sxtb16_ror8(w0), x[1], a0));
             a1 = __smlad(__sxtb16(w1), x[0], __smlad(ecc_dsp_sxtb16_ror8(w1), x[1], a1));
         }
-        out[oc] = ecc_dsp_clamp(ecc_dsp_requant(a0, rq[3 * oc], rq[3 * oc + 1], rq[3 * oc + 2]), lo, hi);
-        out[oc + 1] = ecc_dsp_clamp(ecc_dsp_requant(a1, rq[3 * oc + 3], rq[3 * oc + 4], rq[3 * oc + 5]), lo, hi);
+        out[oc] = ecc_dsp_clamp(ecc_dsp_requant(a0, rq[3 * oc], rq[3 * oc + 1], rq[3 * oc + 2]), lo, hi, full);
+        out[oc + 1] = ecc_dsp_clamp(ecc_dsp_requant(a1, rq[3 * oc + 3], rq[3 * oc + 4], rq[3 * oc + 5]), lo, hi, full);
     }
     if (oc < out_c) {
         int32_t a0 = bias[oc];
@@ -183,18 +226,7 @@ static inline void ecc_dsp_gemm_1col(const int32_t *cols, int32_t groups, const 
             const int32_t w0 = ecc_dsp_ld4(w);
             a0 = __smlad(__sxtb16(w0), x[0], __smlad(ecc_dsp_sxtb16_ror8(w0), x[1], a0));
         }
-        out[oc] = ecc_dsp_clamp(ecc_dsp_requant(a0, rq[3 * oc], rq[3 * oc + 1], rq[3 * oc + 2]), lo, hi);
-    }
-}
-
-/* Widen k int8 (k a multiple of 4) into column slot `slot` (0 = A, 1 = B) of the interleaved
- * q15 buffer, starting at 4-k group g0. */
-static inline void ecc_dsp_widen(const int8_t *src, int32_t k, int32_t *cols, int32_t g0, int32_t slot)
-{
-    int32_t *dst = cols + 4 * g0 + 2 * slot;
-    int32_t i;
-    for (i = 0; i < k; i += 4, dst += 4) {
-        ecc_dsp_q15x4(ecc_dsp_ld4(src + i), dst);
+        out[oc] = ecc_dsp_clamp(ecc_dsp_requant(a0, rq[3 * oc], rq[3 * oc + 1], rq[3 * oc + 2]), lo, hi, full);
     }
 }
 
@@ -213,23 +245,27 @@ static inline void ecc_dsp_dw_widen_weights(const int8_t *weights, int32_t taps,
     }
 }
 
-/* a[0..3] (channels c0..c3) += x4 (one int8 per channel) * widened weights wq of one tap */
-static inline void ecc_dsp_dw_tap(int32_t x4, const int32_t *wq, int32_t *a)
-{
-    const int32_t xe = __sxtb16(x4), xo = ecc_dsp_sxtb16_ror8(x4);
-    a[0] = __smlabb(xe, wq[0], a[0]);
-    a[2] = __smlatt(xe, wq[0], a[2]);
-    a[1] = __smlabb(xo, wq[1], a[1]);
-    a[3] = __smlatt(xo, wq[1], a[3]);
-}
+/* a0..a3 (channels c0..c3, scalars in the caller) += x4 (one int8 per channel) * the widened
+ * weights wq of one tap. A macro so the accumulators stay in registers. */
+#define ECC_DSP_DW_TAP(x4, wq)                                   \
+    do {                                                         \
+        const int32_t xv_ = (x4);                                \
+        const int32_t xe_ = __sxtb16(xv_);                       \
+        const int32_t xo_ = ecc_dsp_sxtb16_ror8(xv_);            \
+        a0 = __smlabb(xe_, (wq)[0], a0);                         \
+        a2 = __smlatt(xe_, (wq)[0], a2);                         \
+        a1 = __smlabb(xo_, (wq)[1], a1);                         \
+        a3 = __smlatt(xo_, (wq)[1], a3);                         \
+    } while (0)
 
 /* requantize, clamp and store four consecutive channels */
-static inline void ecc_dsp_store4(const int32_t *a, const int32_t *rq, int32_t lo, int32_t hi, int8_t *out)
+static inline void ecc_dsp_store4(int32_t a0, int32_t a1, int32_t a2, int32_t a3, const int32_t *rq, int32_t lo,
+                                  int32_t hi, int32_t full, int8_t *out)
 {
-    int32_t i;
-    for (i = 0; i < 4; ++i, rq += 3) {
-        out[i] = ecc_dsp_clamp(ecc_dsp_requant(a[i], rq[0], rq[1], rq[2]), lo, hi);
-    }
+    out[0] = ecc_dsp_clamp(ecc_dsp_requant(a0, rq[0], rq[1], rq[2]), lo, hi, full);
+    out[1] = ecc_dsp_clamp(ecc_dsp_requant(a1, rq[3], rq[4], rq[5]), lo, hi, full);
+    out[2] = ecc_dsp_clamp(ecc_dsp_requant(a2, rq[6], rq[7], rq[8]), lo, hi, full);
+    out[3] = ecc_dsp_clamp(ecc_dsp_requant(a3, rq[9], rq[10], rq[11]), lo, hi, full);
 }
 
 #endif /* ECC_DSP_H */
