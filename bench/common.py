@@ -7,6 +7,7 @@ import os
 import platform
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -40,18 +41,27 @@ def _cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
-def header(parallel_jobs: int, loadavg_start: tuple[float, ...] | None = None) -> dict[str, Any]:
+def header(parallel_jobs: int, loadavg_start: tuple[float, ...] | None = None, rev: str | None = None,
+           root: Path = REPO) -> dict[str, Any]:
     """Where and with what the numbers were measured (loadavg: 1/5/15-minute load of the whole
     machine at the start and at the end, since other work on a shared machine slows QEMU runs)."""
-    from toolchain import __version__
-
-    commit = _first_line(["git", "-C", str(REPO), "rev-parse", "HEAD"])
-    dirty = _first_line(["git", "-C", str(REPO), "status", "--porcelain", "--untracked-files=no"])
+    version = subprocess.run([sys.executable, "-c", "import toolchain; print(toolchain.__version__)"], cwd=root,
+                             env={**os.environ, "PYTHONPATH": str(root)}, capture_output=True, text=True,
+                             check=False).stdout.strip() or None
+    commit = _first_line(["git", "-C", str(REPO), "rev-parse", rev or "HEAD"])
+    try:
+        dirty = subprocess.run(["git", "-C", str(REPO), "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, timeout=30, check=False).stdout.split("\n")
+    except (OSError, subprocess.TimeoutExpired):
+        dirty = []
+    dirty = [] if rev else sorted(line[3:] for line in dirty if line.strip())
     return {
         "date_utc": _first_line(["date", "-u"]),
         "machine": {"nproc": os.cpu_count(), "cpu_model": _cpu_model(), "platform": platform.platform()},
         "tools": {t: _first_line([t, "--version"]) for t in TOOLS},
-        "edgecc": {"version": __version__, "git_commit": commit, "worktree_dirty": bool(dirty)},
+        "edgecc": {"version": version, "git_commit": commit,
+                   "measured": f"snapshot of {rev} (git archive)" if rev else "work tree",
+                   "worktree_dirty": bool(dirty), "modified_files": dirty},
         "python": sys.version.split()[0],
         "parallel_jobs": parallel_jobs,
         "loadavg_start": [round(x, 2) for x in loadavg_start] if loadavg_start else None,
@@ -59,13 +69,32 @@ def header(parallel_jobs: int, loadavg_start: tuple[float, ...] | None = None) -
     }
 
 
-def edgecc_run(config: Path, board: str, out: Path, *extra: str, timeout_s: float = 1800) -> dict[str, Any]:
-    """`edgecc run CONFIG --board BOARD --out OUT --quiet [extra]` as a subprocess: exit status,
-    wall seconds of the whole job, stderr tail and the parsed report (None if not written)."""
+def snapshot(rev: str) -> Path:
+    """A read-only export of commit REV (`git archive`, the repository is not touched) into a
+    temporary folder laid out like the checkout: SNAP/main beside SNAP/shared (a symlink to the
+    real ../shared, which the YAMLs under tests/models point into). Returns SNAP/main.
+    Measuring a snapshot keeps a benchmark clean of edits made in the work tree meanwhile."""
+    base = Path(tempfile.mkdtemp(prefix="edgecc-bench-snap-"))
+    (base / "shared").symlink_to(REPO.parent / "shared")
+    root = base / "main"
+    root.mkdir()
+    archive = subprocess.run(["git", "-C", str(REPO), "archive", "--format=tar", rev], capture_output=True,
+                             check=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(root)], input=archive, check=True)
+    return root
+
+
+def edgecc_run(config: Path, board: str, out: Path, *extra: str, root: Path = REPO,
+               timeout_s: float = 1800) -> dict[str, Any]:
+    """`edgecc run CONFIG --board BOARD --out OUT --quiet [extra]` as a subprocess, with the edgecc
+    sources of ROOT (the checkout, or a snapshot()): exit status, wall seconds of the whole job,
+    stderr tail and the parsed report (None if not written)."""
     cmd = [sys.executable, "-m", "toolchain.cli", "run", str(config), "--board", board, "--out", str(out),
            "--quiet", *extra]
+    env = {**os.environ, "PYTHONPATH": str(root)}  # before the editable install's finder
+    env.pop("EDGECC_DEBUG_FAULT_AT_OP", None)
     t0 = time.perf_counter()
-    p = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=timeout_s, check=False)
+    p = subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True, timeout=timeout_s, check=False)
     wall = time.perf_counter() - t0
     rj = out / "report.json"
     report = json.loads(rj.read_text()) if rj.is_file() else None

@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.common import BOARDS, MODELS, RESULTS, edgecc_run, fmt, header, row  # noqa: E402
+from bench.common import BOARDS, MODELS, REPO, RESULTS, edgecc_run, fmt, header, row, snapshot  # noqa: E402
 
 NOTE = (
     "Instruction counts are exact retired guest instructions per inference, counted by edgecc's QEMU "
@@ -42,21 +42,25 @@ def markdown(doc: dict) -> str:
     out = ["# MLPerf Tiny float models through edgecc INT8, all boards", "",
            f"Measured {h['date_utc']} on {h['machine']['cpu_model']} ({h['machine']['nproc']} cores), "
            f"edgecc {h['edgecc']['version']} at {h['edgecc']['git_commit'][:12]}"
+           f"{' (' + h['edgecc']['measured'] + ')' if h['edgecc'].get('measured', '').startswith('snap') else ''}"
            f"{' (uncommitted changes in the tree)' if h['edgecc']['worktree_dirty'] else ''}; "
            + ", ".join(f"{v}" for v in h["tools"].values() if v) + ". "
            f"{h['parallel_jobs']} benchmark job(s) in parallel; machine load average (1 min) "
            f"{(h.get('loadavg_start') or ['?'])[0]} at the start, {h['loadavg_end'][0]} at the end.", "",
            "Re-run: `/work/venv/bin/python bench/mlperf_float.py` (see bench/README.md).", ""]
+    product = [f for f in h["edgecc"].get("modified_files", []) if not f.startswith(("bench/", "tests/"))]
+    if product:
+        out += ["Uncommitted product files at measurement time: " + ", ".join(f"`{f}`" for f in product) + ".", ""]
     cols = ["board", "status", "bit-exact", "samples", "top-1 agreement (%)", "SQNR (dB)",
             "instructions / inference", "host time / inference (µs)", "MACs / instr",
-            "arena (B)", "flash (B)", "harness (B)", "build Python (s)", "build gcc (s)", "run, all samples (s)"]
+            "arena (B)", "flash (B)", "harness (B)", "build Python (s)", "build gcc (s)", "run, all samples (s)", "kernels"]
     for model in doc["models"]:
         rows = [r for r in doc["rows"] if r["model"] == model]
         if not rows:
             continue
         macs = next((r["macs"] for r in rows if r.get("macs")), None)
         out += [f"## {model}", "", f"{fmt(macs)} MACs per inference.", "",
-                "| " + " | ".join(cols) + " |", "|" + "|".join("---" if c in ("board", "status") else "---:"
+                "| " + " | ".join(cols) + " |", "|" + "|".join("---" if c in ("board", "status", "kernels") else "---:"
                                                           for c in cols) + "|"]
         for r in rows:
             agree = r.get("top1_agreement")
@@ -66,7 +70,7 @@ def markdown(doc: dict) -> str:
                 fmt(r.get("total_instructions")), fmt(r.get("host_us_per_inference"), 0),
                 fmt(r.get("macs_per_instruction"), 3), fmt(r.get("arena_bytes")), fmt(r.get("flash_bytes")),
                 fmt(r.get("harness_bytes")), fmt(r.get("build_python_s"), 2), fmt(r.get("build_gcc_s"), 2),
-                fmt(r.get("run_s"), 1)]) + " |")
+                fmt(r.get("run_s"), 1), ", ".join(r.get("kernels") or [])]) + " |")
         out.append("")
     out += ["## What the numbers are", "", NOTE.format(jobs=h["parallel_jobs"], nproc=h["machine"]["nproc"]), ""]
     return "\n".join(out)
@@ -79,6 +83,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--jobs", type=int, default=2, help="edgecc runs in parallel (default 2)")
     ap.add_argument("--results", type=Path, default=RESULTS, help="folder for mlperf_float.json/.md")
     ap.add_argument("--keep", type=Path, help="keep every OUT folder under this directory")
+    ap.add_argument("--rev", help="measure commit REV from a read-only snapshot (git archive) instead of the "
+                                  "work tree, so concurrent edits cannot leak into the numbers (e.g. --rev HEAD)")
     args = ap.parse_args(argv)
     load0 = os.getloadavg()
     boards, models = args.boards.split(","), args.models.split(",")
@@ -87,13 +93,14 @@ def main(argv: list[str] | None = None) -> int:
             ap.error(f"unknown model {m!r}; known: {', '.join(MODELS)}")
 
     work = args.keep or Path(tempfile.mkdtemp(prefix="edgecc-bench-"))
+    root = snapshot(args.rev) if args.rev else REPO
     jobs = [(m, b) for m in models for b in boards]
     # Slowest first, so the two workers finish together: VWW on the M-profile boards is the longest.
     jobs.sort(key=lambda mb: (mb[1] in ("host", "aarch64", "aarch64-v80"), mb[0] != "vww_mobilenet_float"))
 
     def one(mb: tuple[str, str]) -> dict:
         m, b = mb
-        job = edgecc_run(MODELS[m], b, work / f"{m}-{b}")
+        job = edgecc_run(root / MODELS[m].relative_to(REPO), b, work / f"{m}-{b}", root=root)
         r = row(b, m, job)
         print(f"{m:<20} {b:<12} exit {job['exit_code']} status {r['status']:<8} job {job['job_wall_s']:6.1f} s "
               f"instr {fmt(r.get('total_instructions'))} agree {fmt(r.get('top1_agreement'), 4)}", flush=True)
@@ -104,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
     order = {(m, b): i for i, (m, b) in enumerate((m, b) for m in models for b in boards)}
     done.sort(key=lambda r: order[(r["model"], r["board"])])
 
-    head = header(args.jobs, load0)
+    head = header(args.jobs, load0, args.rev, root)
     doc = {"header": head, "models": models, "boards": boards,
            "note": NOTE.format(jobs=args.jobs, nproc=head["machine"]["nproc"]), "rows": done}
     args.results.mkdir(parents=True, exist_ok=True)

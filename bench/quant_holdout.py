@@ -23,7 +23,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.common import MODELS, REPO, RESULTS, edgecc_run, fmt, header, row  # noqa: E402
+from bench.common import MODELS, REPO, RESULTS, edgecc_run, fmt, header, row, snapshot  # noqa: E402
 
 DATA = REPO.parent / "shared" / "data"
 
@@ -50,16 +50,19 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--board", default="host")
     ap.add_argument("--results", type=Path, default=RESULTS)
+    ap.add_argument("--rev", help="measure commit REV from a read-only snapshot (git archive), not the work tree")
     args = ap.parse_args(argv)
     load0 = os.getloadavg()
     work = Path(tempfile.mkdtemp(prefix="edgecc-holdout-"))
+    root = snapshot(args.rev) if args.rev else REPO
     rows = []
     for model, yaml in MODELS.items():
         (work / model).mkdir()
         first, second = split(model, work / model)
         for fold, calib, verify in (("in-sample", None, None), ("A", first, second), ("B", second, first)):
             extra = [] if calib is None else ["--calibration", str(calib), "--verify", str(verify)]
-            job = edgecc_run(yaml, args.board, work / f"out-{model}-{fold}", *extra)
+            job = edgecc_run(root / yaml.relative_to(REPO), args.board, work / f"out-{model}-{fold}", *extra,
+                             root=root)
             r = row(args.board, model, job)
             r["fold"] = fold
             r["calibration"] = "all" if calib is None else calib.name
@@ -67,13 +70,13 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{model:<20} fold {fold:<9} exit {r['exit_code']} samples {r.get('samples')} "
                   f"agree {fmt(r.get('top1_agreement'), 4)} sqnr {fmt(r.get('sqnr_db'))}", flush=True)
             rows.append(r)
-    doc = {"header": header(1, load0), "board": args.board, "rows": rows}
+    doc = {"header": header(1, load0, args.rev, root), "board": args.board, "rows": rows}
     args.results.mkdir(parents=True, exist_ok=True)
     (args.results / "quant_holdout.json").write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
     h = doc["header"]
     md = ["# Out-of-sample quantization quality (edgecc INT8 PTQ vs the float ONNX model)", "",
           f"Measured {h['date_utc']} on board `{args.board}`, edgecc {h['edgecc']['version']} at "
-          f"{h['edgecc']['git_commit'][:12]}. Re-run: `/work/venv/bin/python bench/quant_holdout.py`.", "",
+          f"{h['edgecc']['git_commit'][:12]} ({h['edgecc']['measured']}). Re-run: `/work/venv/bin/python bench/quant_holdout.py`.", "",
           "Fold A calibrates on the first half of the images and verifies on the second half (the split "
           "`tests/e2e/test_quant_holdout.py` asserts); fold B is the reverse; in-sample calibrates and "
           "verifies on all images (issue 3 point 3). Agreement = top-1 of our int8 output equal to the "

@@ -39,7 +39,10 @@ def plot_memory(memory: dict[str, Any], op_names: list[str], path: Path) -> Path
     if op_names and len(op_names) <= 60:
         ax.set_xticks(range(len(op_names)))
         ax.set_xticklabels([n[-18:] for n in op_names], rotation=90, fontsize=6)
-    ax.legend(loc="upper right", fontsize=8)
+    handles, _ = ax.get_legend_handles_labels()
+    handles += [Rectangle((0, 0), 1, 1, facecolor=c, edgecolor="black", linewidth=0.4, label=k)
+                for k, c in (("activation", "#4e79a7"), ("scratch", "#f28e2b"))]
+    ax.legend(handles=handles, loc="upper right", fontsize=8)
     ax.set_title(f"memory timeline: {len(bufs)} buffers, alignment {memory['alignment']} B")
     fig.tight_layout()
     fig.savefig(path, format="png", metadata={"Software": None})

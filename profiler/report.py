@@ -1,32 +1,75 @@
-"""Join per-op costs, static estimates and the memory plan into the report; write report.json
-and report.md and print the terminal table. Field meanings: schema.json beside this file."""
+"""Join per-op costs, static estimates, the memory plan and the per-op numeric error into the
+report (build_report), and write it as report.json, report.md, report.csv and the terminal
+tables. Field meanings and units: schema.json beside this file. HTML and PNG: html.py, charts.py.
+"""
 from __future__ import annotations
 
+import csv
 import json
 from pathlib import Path
 from typing import Any
 
 from profiler import SCHEMA_VERSION
+from profiler.numerics import worst_isolated
 from profiler.parse import OpCosts
 
-COST_NOTES = {
-    "instructions": "exact retired guest instructions counted by the project's QEMU TCG plugin; QEMU has no "
-                    "cycle model, so these are instruction counts, not cycles",
-    "us": "wall-clock microseconds (CLOCK_MONOTONIC), median of the repeats on sample 0",
-}
+UNIT_WORDS = {"instructions": "instructions", "us": "microseconds", "cycles": "cycles"}
+UNTESTED = ("dwt_cyccnt", "pmccntr_el0")  # counters whose code never ran on real silicon here
+NUMERIC_FIELDS = ("sqnr_db_isolated", "sqnr_db_cumulative", "max_abs_err_lsb", "max_abs_err_lsb_isolated")
 
 
-def op_rows(ops: list[dict[str, Any]], costs: OpCosts | None) -> list[dict[str, Any]]:
-    """Per-op rows with cost, share of the per-op sum and MACs per cost unit filled in."""
+def cost_note(costs: OpCosts | None) -> str:
+    """How the cost was measured, in words (unit, source, runs)."""
+    if costs is None:
+        return "no measurement"
+    if costs.timer == "plugin":
+        return ("exact retired guest instructions counted by the project's QEMU TCG plugin; QEMU has no cycle "
+                "model, so these are instruction counts, not cycles; exact, so one run (repeats not needed)")
+    source = {"clock_monotonic": "wall-clock microseconds (CLOCK_MONOTONIC)",
+              "systick": f"guest instructions derived from SysTick ticks under QEMU -icount ({costs.factor:g} "
+                         "instructions per tick, +-1 tick per reading); deterministic but not exact"
+              if costs.unit == "instructions" else "core cycles from SysTick (processor clock)",
+              "dwt_cyccnt": "core cycles from DWT->CYCCNT (untested on silicon)",
+              "pmccntr_el0": "core cycles from the PMU cycle counter PMCCNTR_EL0 (untested on silicon)"}
+    text = source.get(costs.timer, f"{costs.unit} from {costs.timer}")
+    if costs.fallback:
+        text += f" (fallback: {costs.fallback})"
+    return f"{text}; median of {costs.runs} timed runs on sample 0 after {costs.warmup} warm-up runs"
+
+
+def measurement(costs: OpCosts | None) -> dict[str, Any] | None:
+    """report.measurement: which timer, exact or not, runs and warm-up."""
+    if costs is None:
+        return None
+    return {"timer": costs.timer, "exact": costs.exact, "runs": costs.runs, "warmup_runs": costs.warmup,
+            "statistic": "exact count of one run" if costs.exact else f"median of {costs.runs} runs",
+            "fallback": costs.fallback or None, "unit_per_tick": costs.factor if costs.timer == "systick" else None,
+            "untested_on_silicon": costs.timer in UNTESTED}
+
+
+def live_bytes(memory: dict[str, Any], index: int) -> int:
+    """Bytes of arena buffers live during kernel call `index` (exact sizes, scratch included)."""
+    return sum(b["size"] for b in memory["buffers"] if b["first_op"] <= index <= b["last_op"])
+
+
+def op_rows(ops: list[dict[str, Any]], costs: OpCosts | None, memory: dict[str, Any] | None = None,
+            numerics: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """Per-op rows with cost (median, min, max), share of the per-op sum, MACs per cost unit,
+    live arena bytes and the numeric error fields filled in."""
     total = sum(costs.per_op) if costs else 0.0
+    per_num = (numerics or {}).get("ops", {})
     rows = []
     for i, op in enumerate(ops):
         row = dict(op)
         cost = costs.per_op[i] if costs else None
         row["cost"] = cost
-        row["instructions"] = int(cost) if costs and costs.unit == "instructions" else None
+        row["cost_min"] = costs.per_op_min[i] if costs and costs.per_op_min else cost
+        row["cost_max"] = costs.per_op_max[i] if costs and costs.per_op_max else cost
+        row["instructions"] = round(cost) if costs and costs.unit == "instructions" else None
         row["share"] = (cost / total) if costs and total > 0 else None
         row["macs_per_cost"] = (op["macs"] / cost) if cost else None
+        row["arena_live_bytes"] = live_bytes(memory, i) if memory else None
+        row.update({k: per_num.get(op["name"], {}).get(k) for k in NUMERIC_FIELDS})
         rows.append(row)
     return rows
 
@@ -34,10 +77,12 @@ def op_rows(ops: list[dict[str, Any]], costs: OpCosts | None) -> list[dict[str, 
 def build_report(*, model: str, model_sha256: str, board: str, costs: OpCosts | None, ops: list[dict[str, Any]],
                  memory: dict[str, Any], lib_sections: dict[str, int], harness_bytes: int,
                  verification: dict[str, Any], status: str, timings: dict[str, float],
-                 fault: dict[str, Any] | None = None, generator: str = "") -> dict[str, Any]:
+                 fault: dict[str, Any] | None = None, generator: str = "",
+                 numerics: dict[str, Any] | None = None) -> dict[str, Any]:
     """The report.json document (schema_version SCHEMA_VERSION)."""
     unit = costs.unit if costs else None
     flash = sum(lib_sections[k] for k in ("text", "rodata", "weights", "data"))
+    rows = op_rows(ops, costs, memory, numerics)
     return {
         "schema_version": SCHEMA_VERSION,
         "generator": generator,
@@ -46,15 +91,20 @@ def build_report(*, model: str, model_sha256: str, board: str, costs: OpCosts | 
         "board": board,
         "status": status,
         "cost_unit": unit,
-        "cost_note": COST_NOTES.get(unit or "", "no measurement"),
+        "cost_note": cost_note(costs),
+        "measurement": measurement(costs),
         "total_cost": costs.total if costs else None,
-        "total_instructions": int(costs.total) if costs and unit == "instructions" else None,
+        "total_instructions": round(costs.total) if costs and unit == "instructions" else None,
         "arena_bytes": memory["arena_bytes"],
         "flash_bytes": flash,
+        "ram_bytes": memory["arena_bytes"] + lib_sections["data"] + lib_sections["bss"],
         "harness_bytes": harness_bytes,
         "sections": lib_sections,
         "memory": memory,
-        "ops": op_rows(ops, costs),
+        "ops": rows,
+        "numerics": {"reference": "float graph (the IR before quantization; for an int8 model its float twin "
+                                  "with dequantized weights), edgecc float interpreter",
+                     "samples": (numerics or {}).get("samples", 0), "worst_isolated_op": worst_isolated(rows)},
         "verification": verification,
         "fault": fault,
         "timings_s": timings,
@@ -63,6 +113,21 @@ def build_report(*, model: str, model_sha256: str, board: str, costs: OpCosts | 
 
 def write_json(report: dict[str, Any], path: Path) -> None:
     path.write_text(json.dumps(report, indent=2, sort_keys=False) + "\n", encoding="utf-8")
+
+
+CSV_FIELDS = ("index", "name", "op_type", "kernel", "output_shape", "macs", "weight_bytes", "act_read_bytes",
+              "act_write_bytes", "cost", "cost_min", "cost_max", "cost_unit", "share", "macs_per_cost",
+              "arena_live_bytes", *NUMERIC_FIELDS)
+
+
+def write_csv(report: dict[str, Any], path: Path) -> None:
+    """report.csv: one row per op, the report.json op fields (cost in the cost_unit column's unit)."""
+    with path.open("w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f, lineterminator="\n")
+        w.writerow(CSV_FIELDS)
+        for o in report["ops"]:
+            row = {**o, "cost_unit": report["cost_unit"], "output_shape": "x".join(map(str, o["output_shape"]))}
+            w.writerow(["" if row.get(k) is None else row.get(k) for k in CSV_FIELDS])
 
 
 def _fmt(v: Any, digits: int = 1) -> str:
@@ -75,15 +140,30 @@ def _fmt(v: Any, digits: int = 1) -> str:
     return str(v)
 
 
+def _cost_digits(report: dict[str, Any]) -> int:
+    return 0 if report["cost_unit"] in ("instructions", "cycles") else 2
+
+
 def table_rows(report: dict[str, Any]) -> list[list[str]]:
-    """The per-op table as strings: #, name, op, kernel, output shape, MACs, cost, share, MACs/cost."""
-    digits = 0 if report["cost_unit"] == "instructions" else 2
+    """The cost table as strings: #, name, op, kernel, output shape, MACs, cost, share, MACs/cost."""
+    d = _cost_digits(report)
     return [[str(o["index"]), o["name"], o["op_type"], o["kernel"], "x".join(map(str, o["output_shape"])),
-             _fmt(o["macs"]), _fmt(o["cost"], digits), _fmt(o["share"] * 100 if o["share"] is not None else None) + "%",
+             _fmt(o["macs"]), _fmt(o["cost"], d), _fmt(o["share"] * 100 if o["share"] is not None else None) + "%",
              _fmt(o["macs_per_cost"], 2)] for o in report["ops"]]
 
 
 HEADERS = ["#", "op", "type", "kernel", "output", "MACs", "cost", "share", "MACs/cost"]
+DETAIL_HEADERS = ["#", "op", "weights B", "act read B", "act write B", "live arena B", "SQNR iso dB",
+                  "SQNR cum dB", "max err LSB", "cost min", "cost max"]
+
+
+def detail_rows(report: dict[str, Any]) -> list[list[str]]:
+    """The memory and numerics table: bytes, live arena, SQNR isolated/cumulative, error, spread."""
+    d = _cost_digits(report)
+    return [[str(o["index"]), o["name"], _fmt(o.get("weight_bytes")), _fmt(o.get("act_read_bytes")),
+             _fmt(o.get("act_write_bytes")), _fmt(o.get("arena_live_bytes")), _fmt(o.get("sqnr_db_isolated")),
+             _fmt(o.get("sqnr_db_cumulative")), _fmt(o.get("max_abs_err_lsb")), _fmt(o.get("cost_min"), d),
+             _fmt(o.get("cost_max"), d)] for o in report["ops"]]
 
 
 def _arena_line(arena: int, m: dict[str, Any]) -> str:
@@ -97,15 +177,27 @@ def _arena_line(arena: int, m: dict[str, Any]) -> str:
     return f"arena {arena:,} B {gap}{vs}; naive {m['naive_bytes']:,} B; planner {m['planner']}"
 
 
+def worst_line(report: dict[str, Any]) -> str | None:
+    """The op with the largest isolated error, in words (None without numerics)."""
+    w = (report.get("numerics") or {}).get("worst_isolated_op")
+    if not w:
+        return None
+    return (f"largest isolated error: op {w['index']} {w['name']} ({w['op_type']}): SQNR {w['sqnr_db_isolated']:.1f} dB "
+            f"isolated, {_fmt(w['sqnr_db_cumulative'])} dB cumulative, over {report['numerics']['samples']} samples")
+
+
 def summary_lines(report: dict[str, Any]) -> list[str]:
     """Totals in plain words with units."""
     v, m = report["verification"], report["memory"]
     unit = report["cost_unit"] or "-"
+    s = report["sections"]
     lines = [
-        f"board {report['board']}: total {_fmt(report['total_cost'], 0 if unit == 'instructions' else 2)} {unit} "
-        f"per inference ({report['cost_note']})",
+        (f"board {report['board']}: total {_fmt(report['total_cost'], _cost_digits(report))} {unit} "
+         f"per inference ({report['cost_note']})"),
         _arena_line(report["arena_bytes"], m),
-        f"flash {report['flash_bytes']:,} B (model library); harness {report['harness_bytes']:,} B",
+        (f"flash {report['flash_bytes']:,} B (model library: text {s['text']:,} + rodata {s['rodata']:,} + weights "
+         f"{s['weights']:,} + data {s['data']:,}); RAM {report.get('ram_bytes', report['arena_bytes']):,} B "
+         f"(arena + data + bss); harness {report['harness_bytes']:,} B"),
     ]
     if report["status"] in ("fault", "timeout"):
         lines.append("verification: not done, the run did not complete (see fw/run.log)")
@@ -113,6 +205,8 @@ def summary_lines(report: dict[str, Any]) -> list[str]:
         lines.append(f"verification vs {v['reference']}: {'bit-exact' if v['bit_exact'] else 'MISMATCH'} on "
                      f"{v['samples']} samples; top-1 agreement with float {_fmt(v.get('top1_agreement'), 4)}, "
                      f"SQNR {_fmt(v.get('sqnr_db'), 1)} dB")
+    if worst := worst_line(report):
+        lines.append(worst)
     if report.get("fault"):
         f = report["fault"]
         where = f" in {f['function']}()" if f.get("function") else ""
@@ -120,27 +214,64 @@ def summary_lines(report: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _md_table(headers: list[str], rows: list[list[str]]) -> list[str]:
+    return ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)] + ["| " + " | ".join(r) + " |" for r in rows]
+
+
 def write_markdown(report: dict[str, Any], path: Path) -> None:
-    """report.md: summary lines and the per-op table."""
+    """report.md: summary lines, the cost table and the memory/numerics table."""
+    unit = report["cost_unit"] or "no unit"
     out = [f"# edgecc report: {Path(report['model']).name} on {report['board']}", ""]
     out += [f"- {ln}" for ln in summary_lines(report)]
-    out += ["", "| " + " | ".join(HEADERS) + " |", "|" + "---|" * len(HEADERS)]
-    out += ["| " + " | ".join(r) + " |" for r in table_rows(report)]
+    out += ["", f"## Cost per op (cost in {unit}; share of the per-op sum; MACs per {unit})", ""]
+    out += _md_table(HEADERS, table_rows(report))
+    out += ["", (f"## Memory and numeric error per op (bytes; SQNR in dB vs the float reference, isolated and "
+                 f"cumulative; max abs error in LSB of the op's output scale; cost spread in {unit})"), ""]
+    out += _md_table(["op #"] + DETAIL_HEADERS[1:], [[f"#{r[0]}"] + r[1:] for r in detail_rows(report)])
     path.write_text("\n".join(out) + "\n", encoding="utf-8")
 
 
-def print_table(report: dict[str, Any]) -> None:
-    """The per-op table on the terminal (rich; plain text when not a terminal)."""
-    from rich.console import Console
+def _rich_table(title: str, headers: list[str], rows: list[list[str]], width: int) -> Any:
+    """A borderless rich table `width` columns wide: every column as wide as its longest cell,
+    the op-name column (index 1) gets the rest and its names are cut in the middle."""
+    from rich import box
     from rich.table import Table
 
-    t = Table(title=f"{Path(report['model']).name} on {report['board']} (cost in {report['cost_unit']})")
-    for h in HEADERS:
-        t.add_column(h, justify="right" if h in ("#", "MACs", "cost", "share", "MACs/cost") else "left",
-                     overflow="fold")
-    for r in table_rows(report):
-        t.add_row(*r)
+    widths = [max([len(r[i]) for r in rows] + [max(len(w) for w in h.split())]) for i, h in enumerate(headers)]
+    widths[1] = max(12, min(48, width - 2 - (len(headers) - 1) - sum(widths) + widths[1]))
+    t = Table(title=title, box=box.SIMPLE_HEAD, padding=(0, 0), pad_edge=False, title_justify="left")
+    for i, h in enumerate(headers):
+        numeric = h not in ("op", "type", "kernel", "output")
+        t.add_column(h, justify="right" if numeric else "left", no_wrap=True, overflow="fold",
+                     min_width=widths[i], max_width=widths[i])
+    for r in rows:
+        t.add_row(r[0], squeeze(r[1], widths[1]), *r[2:])
+    return t
+
+
+TERMINAL_DETAIL = ["#", "op", "wgt B", "in B", "out B", "live B", "iso dB", "cum dB", "err LSB", "min", "max"]
+
+
+def squeeze(name: str, width: int) -> str:
+    """`name` cut in the middle to `width` characters (both ends of a layer name carry meaning)."""
+    if len(name) <= width:
+        return name
+    head = (width - 1) // 2
+    return name[:head] + "…" + name[len(name) - (width - 1 - head):]
+
+
+def print_table(report: dict[str, Any]) -> None:
+    """The per-op tables on the terminal (rich; fits 100 columns; plain text when not a terminal)."""
+    from rich.console import Console
+
     console = Console(width=max(100, Console().width))
-    console.print(t)
+    unit = report["cost_unit"] or "-"
+    where = f"{Path(report['model']).name} on {report['board']}"
+    per = {"instructions": "instruction", "cycles": "cycle"}.get(unit, unit)
+    console.print(_rich_table(f"{where}: cost per op (cost in {unit}, MACs per {per})", HEADERS, table_rows(report),
+                              console.width))
+    console.print(_rich_table(f"{where}: bytes (weights read, activations in/out, arena live), error vs float "
+                              f"(SQNR isolated/cumulative dB, max LSB), cost min/max ({unit})",
+                              TERMINAL_DETAIL, detail_rows(report), console.width))
     for ln in summary_lines(report):
         console.print(ln, highlight=False)

@@ -2,8 +2,13 @@
 ranges on real data, then give every activation per-tensor asymmetric int8 parameters and let
 each op convert its constants (per-channel symmetric int8 weights, int32 bias).
 
-Stages: calibrate.observe_ranges -> scheme.activation_qparams -> op.output_qparams ->
-op.quantize_constants. Not here: rounding of the kernels (toolchain.ops.fixed_point).
+A model that is already quantized (ONNX QDQ / QLinear*) passes its own parameters as `given`
+(activations) and `given_consts` (weights, biases): those are kept, not re-calibrated, and
+calibration data is then only needed for tensors the model left unquantized (quantize.given).
+
+Stages: calibrate.observe_ranges -> scheme.activation_qparams (or the given parameters) ->
+op.output_qparams -> op.quantize_constants (-> given.apply_given_consts). Not here: rounding of
+the kernels (toolchain.ops.fixed_point).
 """
 from __future__ import annotations
 
@@ -13,32 +18,63 @@ from dataclasses import replace
 import numpy as np
 
 from quantize.calibrate import observe_ranges
+from quantize.given import apply_given_consts, check_forced, resolve_given, weights_with_int8_min
 from quantize.scheme import activation_qparams
 from toolchain.errors import UnsupportedModel
-from toolchain.ir import DType, Graph
+from toolchain.ir import DType, Graph, QuantParams, Tensor
 from toolchain.ops.registry import opdef
 
 
-def quantize(graph: Graph, calibration: Mapping[str, np.ndarray], method: str = "mse") -> Graph:
-    """float Graph + calibration inputs (name -> [S, *shape] float32) -> int8 Graph; `method` is
-    the range observer ("mse" or "minmax", see quantize.observers).
+def quantize(graph: Graph, calibration: Mapping[str, np.ndarray] | None, method: str = "mse", *,
+             given: Mapping[str, QuantParams] | None = None,
+             given_consts: Mapping[str, Tensor] | None = None) -> Graph:
+    """float Graph + calibration inputs (name -> [S, *shape] float32, or None) -> int8 Graph;
+    `method` is the range observer ("mse" or "minmax", see quantize.observers).
+
+    given: tensor name -> the model's own per-tensor QuantParams (used instead of calibration);
+    given_consts: weight/bias constant name -> Tensor with the model's quantization (see
+    quantize.given); when given, every int8 weight must come from it. Without calibration every
+    activation needs given parameters or an op that forces its own.
 
     Raises UnsupportedModel when an op has no int8 kernel (e.g. a BatchNorm that could not be
-    folded) and ValueError when the calibration data does not fit the inputs.
+    folded), a tensor has no quantization, or an op cannot produce the given output quantization;
+    ValueError when the calibration data does not fit the inputs.
     """
+    where = graph.meta.get("source", graph.name)
     for node in graph.nodes:
         if not opdef(node).variants and not opdef(node).is_view:
-            raise UnsupportedModel(f"{graph.meta.get('source', graph.name)}: node {node.source or node.name} "
+            raise UnsupportedModel(f"{where}: node {node.source or node.name} "
                                    f"({node.op.value}): no int8 kernel; it could not be folded into a neighbour")
-    ranges = observe_ranges(graph, calibration, method)
+    if calibration is None and given is None:
+        raise ValueError("quantize needs calibration data or the model's own quantization (given)")
+    ranges = observe_ranges(graph, calibration, method) if calibration is not None else {}
+    fixed = resolve_given(graph, given or {})
+
+    def chosen(name: str) -> QuantParams | None:
+        return fixed.get(name) or (activation_qparams(*ranges[name]) if name in ranges else None)
+
     tensors = dict(graph.tensors)
     for name in graph.inputs:
-        tensors[name] = replace(tensors[name], dtype=DType.INT8, quant=activation_qparams(*ranges[name]))
+        qp = chosen(name)
+        if qp is None:
+            raise UnsupportedModel(f"{where}: graph input {name!r} has no quantization in the model; pass calibration data")
+        tensors[name] = replace(tensors[name], dtype=DType.INT8, quant=qp)
     g = graph.with_nodes(graph.nodes, tensors)
     for node in g.nodes:
         out = node.outputs[0]
-        qp = opdef(node).output_qparams(node, g, activation_qparams(*ranges[out]))
+        qp = opdef(node).output_qparams(node, g, chosen(out))
+        if qp is None:
+            raise UnsupportedModel(f"{where}: node {node.source or node.name} ({node.op.value}): output {out!r} has "
+                                   "no quantization in the model (no QuantizeLinear after it); pass calibration data")
+        if out in fixed:
+            check_forced(node, g, fixed[out], qp)
         g = g.with_tensor(replace(g.t(out), dtype=DType.INT8, quant=qp))
         g = opdef(node).quantize_constants(node, g)
-    return replace(g, meta={**g.meta, "calibration_method": method,
-                            "calibration_samples": len(next(iter(calibration.values())))})
+        if given_consts is not None:
+            g = apply_given_consts(node, graph, g, given_consts)
+    samples = len(next(iter(calibration.values()))) if calibration else 0
+    meta = {**g.meta, "calibration_method": method if calibration else None, "calibration_samples": samples}
+    if given is not None:
+        meta["given_quantization"] = True
+        meta["weights_with_int8_min"] = weights_with_int8_min(g)
+    return replace(g, meta=meta)

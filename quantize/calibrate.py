@@ -9,6 +9,7 @@ import numpy as np
 from quantize.observers import METHODS, Observer
 from toolchain.interpret import interpret
 from toolchain.ir import Graph
+from toolchain.progress import step
 
 
 def observe_ranges(graph: Graph, calibration: Mapping[str, np.ndarray], method: str = "mse") -> dict[str, tuple[float, float]]:
@@ -24,9 +25,11 @@ def observe_ranges(graph: Graph, calibration: Mapping[str, np.ndarray], method: 
         raise ValueError("calibration inputs must have the same, non-zero number of samples")
     observers: dict[str, Observer] = {}
     n = len(next(iter(calibration.values())))
-    for i in range(n):
-        env = interpret(graph, {k: v[i] for k, v in calibration.items()}, keep_all=True)
-        for name, val in env.items():
-            if not graph.t(name).is_const:
-                observers.setdefault(name, Observer(seed=len(observers))).update(val)
+    with step(f"calibrate ({n} samples)", n) as advance:
+        for i in range(n):
+            env = interpret(graph, {k: v[i] for k, v in calibration.items()}, keep_all=True)
+            for name, val in env.items():
+                if not graph.t(name).is_const:
+                    observers.setdefault(name, Observer(seed=len(observers))).update(val)
+            advance(1)
     return {k: (o.minmax() if method == "minmax" or k in graph.inputs else o.mse()) for k, o in observers.items()}

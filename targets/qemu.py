@@ -84,7 +84,9 @@ def _command(target: Target, elf: Path, args: Sequence[str], plugin: list[str]) 
     semihosting = "enable=on,target=native"
     if args:  # semihosting command line: argv[0] then the arguments
         semihosting += "".join(f",arg={_escape_opt(a)}" for a in (str(elf), *args))
-    return [target.run.executable, *target.run.args, *_SYSTEM_ARGS, "-semihosting-config", semihosting,
+    # SysTick timing is only deterministic with -icount (qemu-and-toolchains.md 2.6)
+    icount = ["-icount", f"shift={target.run.icount_shift}"] if target.run.time_source is TimeSource.SYSTICK else []
+    return [target.run.executable, *target.run.args, *_SYSTEM_ARGS, *icount, "-semihosting-config", semihosting,
             *plugin, "-kernel", str(elf)]  # fmt: skip
 
 

@@ -34,10 +34,17 @@ class RunKind(enum.Enum):
 
 
 class TimeSource(enum.Enum):
-    """Where per-op cost comes from."""
+    """Where per-op cost comes from (the harness timer; c_templates/timers/)."""
 
     PLUGIN = "plugin"  # tcount TCG plugin: exact retired guest instructions
-    CLOCK = "clock"  # clock_gettime inside the program: host microseconds
+    CLOCK = "clock"  # clock_gettime(CLOCK_MONOTONIC) inside the program: microseconds
+    # Cortex-M in-guest timer: DWT->CYCCNT when it counts (silicon: cycles; untested on silicon),
+    # else SysTick; under QEMU the run adds -icount shift=icount_shift, which makes SysTick
+    # deterministic: 1 tick = 1e9 / (core_clock_hz * 2**icount_shift) guest instructions.
+    SYSTICK = "systick"
+    # AArch64 Linux: PMCCNTR_EL0 when readable at EL0 (cycles; untested on silicon), else
+    # CLOCK_MONOTONIC (qemu-user traps the PMU read: SIGILL, caught by the probe).
+    PMU = "pmu"
 
 
 # Feature words the kernels and flags care about; anything else in boards.yaml is a typo.
@@ -97,6 +104,13 @@ class RunSpec:
     time_source: TimeSource
     cost_unit: str  # "instructions" | "us" | "cycles"
     guest_ips: float  # approximate guest instructions per second (for run timeouts)
+    core_clock_hz: float | None = None  # SysTick clock of the core (Hz); needed by time_source systick
+    icount_shift: int = 3  # QEMU -icount shift for time_source systick: 2**shift ns of virtual time per insn
+
+    @property
+    def insns_per_tick(self) -> float | None:
+        """Guest instructions per SysTick tick under QEMU -icount (None without core_clock_hz)."""
+        return 1e9 / (self.core_clock_hz * 2**self.icount_shift) if self.core_clock_hz else None
 
 
 @dataclass(frozen=True)
@@ -253,6 +267,10 @@ def _run(f: _Fields) -> RunSpec:
     time_source = f.enum("run.time_source", TimeSource)
     if time_source is TimeSource.PLUGIN and kind is RunKind.NATIVE:
         raise f.fail("run.time_source", "'plugin' needs a QEMU run kind")
+    if time_source is TimeSource.SYSTICK and kind is not RunKind.QEMU_SYSTEM:
+        raise f.fail("run.time_source", "'systick' is the Cortex-M timer: it needs run kind qemu-system")
+    if time_source is TimeSource.PMU and kind is RunKind.QEMU_SYSTEM:
+        raise f.fail("run.time_source", "'pmu' is the AArch64 Linux timer: it needs run kind native or qemu-user")
     cost_unit = f.str_("run.cost_unit")
     if cost_unit not in COST_UNITS:
         raise f.fail("run.cost_unit", f"{cost_unit!r} is not one of: {', '.join(sorted(COST_UNITS))}")
@@ -265,7 +283,21 @@ def _run(f: _Fields) -> RunSpec:
             pass
     if isinstance(ips, bool) or not isinstance(ips, int | float) or ips <= 0:
         raise f.fail("run.guest_ips", f"expected a positive number (instructions/second), got {ips!r}")
-    return RunSpec(kind, executable, f.str_list("run.args", []), time_source, cost_unit, float(ips))
+    clock = f.get("run.core_clock_hz", None)
+    if isinstance(clock, str):
+        try:
+            clock = float(clock)
+        except ValueError:
+            pass
+    if clock is not None and (isinstance(clock, bool) or not isinstance(clock, int | float) or clock <= 0):
+        raise f.fail("run.core_clock_hz", f"expected a positive number (Hz), got {clock!r}")
+    if time_source is TimeSource.SYSTICK and clock is None:
+        raise f.fail("run.core_clock_hz", "time_source 'systick' needs the core clock (Hz) to convert ticks")
+    shift = f.get("run.icount_shift", 3)
+    if isinstance(shift, bool) or not isinstance(shift, int) or not 0 <= shift <= 10:
+        raise f.fail("run.icount_shift", f"expected an integer 0..10, got {shift!r}")
+    return RunSpec(kind, executable, f.str_list("run.args", []), time_source, cost_unit, float(ips),
+                   None if clock is None else float(clock), shift)
 
 
 def target_from_mapping(name: str, data: Any, source: str = "boards.yaml") -> Target:

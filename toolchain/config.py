@@ -31,7 +31,8 @@ class Preprocess:
 
 @dataclass(frozen=True)
 class Config:
-    """One edgecc job. Units: repeats = runs of sample 0 for wall-clock timers."""
+    """One edgecc job. Units: repeats = timed runs of sample 0 and warmup = untimed runs before
+    them, for measured timers (clock, systick, pmu); exact instruction counts need one run."""
 
     model: Path | None = None
     board: str = "host"
@@ -45,7 +46,9 @@ class Config:
     min_sqnr_db: float | None = None
     weights_section: str = ".weights"
     calibration_method: str = "mse"
+    rounding: str = "tflm"  # tflm: TFLM's double rounding, ties away; onnx: one rounding, ties to even
     repeats: int = 5
+    warmup: int = 1
     source: Path | None = None  # the YAML file, for messages
 
 
@@ -121,10 +124,11 @@ def load_config(path: Path | None, overrides: dict[str, Any]) -> Config:
     for key in ("model", "calibration", "verify", "out"):
         if raw.get(key) is not None:
             kw[key] = _path(raw[key], base, key, where)
-    for key in ("board", "weights_section", "calibration_method"):
+    for key in ("board", "weights_section", "calibration_method", "rounding"):
         if key in raw:
             kw[key] = str(raw[key])
-    for key, kind in (("min_top1_agreement", float), ("min_sqnr_db", float), ("repeats", int)):
+    for key, kind in (("min_top1_agreement", float), ("min_sqnr_db", float), ("repeats", int),
+                      ("warmup", int)):
         if raw.get(key) is not None:
             try:
                 kw[key] = kind(raw[key])
@@ -146,6 +150,10 @@ def load_config(path: Path | None, overrides: dict[str, Any]) -> Config:
         raise InputError(f"{where}: no model given; pass --model PATH or set `model:` in the YAML")
     if cfg.calibration_method not in ("mse", "minmax"):
         raise InputError(f"{where}: calibration_method must be mse or minmax, not {cfg.calibration_method!r}")
+    if cfg.rounding not in ("tflm", "onnx"):
+        raise InputError(f"{where}: rounding must be tflm or onnx, not {cfg.rounding!r}")
     if not 1 <= cfg.repeats <= 1000:
         raise InputError(f"{where}: repeats must be between 1 and 1000")
+    if not 0 <= cfg.warmup <= 1000:
+        raise InputError(f"{where}: warmup must be between 0 and 1000")
     return cfg

@@ -118,5 +118,7 @@ def load_data(path: Path, graph: Graph, pre: Preprocess) -> dict[str, np.ndarray
 
 
 def quantize_inputs(data: dict[str, np.ndarray], graph: Graph) -> dict[str, np.ndarray]:
-    """float32 model inputs -> int8 with each input's scale and zero point (TFLite rounding)."""
-    return {n: graph.t(n).quant.quantize(v) for n, v in data.items()}
+    """float32 model inputs -> int8 with each input's scale and zero point (TFLite rounding); a float32
+    input (quantized inside the model by a Quantize op) stays float32."""
+    return {n: graph.t(n).quant.quantize(v) if graph.t(n).quant else np.asarray(v, np.float32)
+            for n, v in data.items()}

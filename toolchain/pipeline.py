@@ -1,5 +1,6 @@
 """The whole compiler as one function of named steps (architecture P1): a float ONNX model and
-calibration data in, the model library (OUT/lib) and a linked test firmware (OUT/fw) out.
+calibration data (or an int8 .tflite / quantized ONNX model, which keeps its own quantization) in,
+the model library (OUT/lib) and a linked test firmware (OUT/fw) out.
 
 Running, verifying and reporting are in toolchain.runner; the CLI calls both.
 """
@@ -23,14 +24,16 @@ from toolchain.codegen.context import ModelContext, build_context
 from toolchain.codegen.emit import emit_harness, emit_library
 from toolchain.config import Config
 from toolchain.data import load_data
-from toolchain.errors import InputError
+from toolchain.errors import InputError, UnsupportedModel
 from toolchain.frontend.onnx import load_onnx
+from toolchain.frontend.onnx_qdq import is_quantized_onnx, load_qdq
 from toolchain.frontend.tflite import load_tflite
 from toolchain.ir import Graph
 from toolchain.lower import scratch_sizes, select_kernels
 from toolchain.memory import MemoryPlan, inplace_inputs, plan_memory
 from toolchain.ops.registry import KernelVariant
 from toolchain.passes import run_passes
+from toolchain.progress import step
 from toolchain.schedule import order_for_memory
 
 
@@ -59,16 +62,32 @@ def model_stamp(cfg: Config, target: Target) -> str:
     return f"edgecc {__version__} | model {Path(cfg.model).name} sha256:{digest} | board {target.name}"
 
 
-def compile_model(cfg: Config, target: Target, out_dir: Path, *, profile: bool) -> Build:
-    """Import, optimize, quantize, plan, emit and build one model for one board into out_dir.
+@dataclass(frozen=True)
+class Imported:
+    """The board-independent half of a compile (import, passes, quantization): the float graph
+    (the numeric reference) and the int8 graph. A sweep makes it once and reuses it per board."""
 
-    Raises InputError / UnsupportedModel for bad input, targets.BuildError when the board's
-    compiler or linker fails (e.g. a region overflow).
-    """
+    graph_f32: Graph
+    graph_s8: Graph
+    calibration_samples: int
+    python_s: float
+
+
+def import_model(cfg: Config) -> Imported:
+    """Steps 1-3 of compile_model: the model file -> float IR -> int8 IR (no board involved)."""
     t0 = time.monotonic()
+    if cfg.rounding != "tflm":
+        raise UnsupportedModel(f"{cfg.source or 'command line'}: rounding: {cfg.rounding} is not yet supported in "
+                               "generated C (only the numpy interpreter implements it); use rounding: tflm")
     if Path(cfg.model).suffix.lower() == ".tflite":
         qgraph = load_tflite(cfg.model)                               # int8 .tflite: keep the file's own quantization
         graph, n_calib = dequantize_graph(qgraph), 0                  # its float twin (dequantized weights) as reference
+    elif is_quantized_onnx(cfg.model):
+        qdq = load_qdq(cfg.model, cfg.input_shapes)                   # QDQ / QLinear ONNX -> float core + the model's scales
+        graph = run_passes(qdq.graph)                                 # the same float passes
+        calib = load_data(cfg.calibration, graph, cfg.preprocess) if cfg.calibration else None  # optional
+        qgraph = quantize(graph, calib, cfg.calibration_method, given=qdq.given, given_consts=qdq.given_consts)
+        n_calib = qgraph.meta["calibration_samples"]                  # ^ the model's quantization kept, weights bit for bit
     else:
         graph = load_onnx(cfg.model, cfg.input_shapes)                # ONNX -> IR, NHWC activations
         graph = run_passes(graph)                                     # fold constants/BatchNorm, fuse Relu/Clip, drop no-op transposes
@@ -78,6 +97,20 @@ def compile_model(cfg: Config, target: Target, out_dir: Path, *, profile: bool) 
         calib = load_data(calib_path, graph, cfg.preprocess)          # real data through the preprocess block
         qgraph = quantize(graph, calib, cfg.calibration_method)       # INT8 PTQ (TFLite int8 spec), calibrated ranges
         n_calib = len(next(iter(calib.values())))
+    return Imported(graph, qgraph, n_calib, time.monotonic() - t0)
+
+
+def compile_model(cfg: Config, target: Target, out_dir: Path, *, profile: bool,
+                  imported: Imported | None = None) -> Build:
+    """Import, optimize, quantize, plan, emit and build one model for one board into out_dir
+    (`imported`: the board-independent half made before, e.g. by a sweep over boards).
+
+    Raises InputError / UnsupportedModel for bad input, targets.BuildError when the board's
+    compiler or linker fails (e.g. a region overflow).
+    """
+    front = imported or import_model(cfg)                             # steps 1-3: import, passes, quantize
+    t0 = time.monotonic()
+    graph, qgraph = front.graph_f32, front.graph_s8
     prefs = [isa.value for isa in target.kernel_preference]
     variants = select_kernels(qgraph, prefs)                          # one kernel variant per op for this board
     scratch, inplace = scratch_sizes(qgraph, variants), inplace_inputs(variants)
@@ -88,13 +121,15 @@ def compile_model(cfg: Config, target: Target, out_dir: Path, *, profile: bool) 
     ctx = build_context(qgraph, plan, variants, model_stamp(cfg, target), cfg.weights_section)
     lib_dir, fw_dir = out_dir / "lib", out_dir / "fw"
     lib_sources = emit_library(ctx, lib_dir)                          # OUT/lib: the deployable library
-    harness = emit_harness(ctx, fw_dir, target.run.time_source.value, cfg.repeats)  # OUT/fw: test harness
+    harness = emit_harness(ctx, fw_dir, target.run.time_source.value, cfg.repeats, cfg.warmup)  # OUT/fw: test harness
     t1 = time.monotonic()
     defines = (["ECC_PROFILE"] if profile else []) + debug_defines()
-    fw = build_firmware(target, [harness], [lib_dir], fw_dir, defines=defines,
-                        lib_sources=lib_sources, weights_section=cfg.weights_section)
+    with step(f"{target.name}: compile and link"):
+        fw = build_firmware(target, [harness], [lib_dir], fw_dir, defines=defines,
+                            lib_sources=lib_sources, weights_section=cfg.weights_section)
     t2 = time.monotonic()
-    return Build(cfg, target, graph, qgraph, variants, plan, ctx, lib_dir, fw_dir, fw, n_calib, t1 - t0, t2 - t1)
+    return Build(cfg, target, graph, qgraph, variants, plan, ctx, lib_dir, fw_dir, fw, front.calibration_samples,
+                 front.python_s + t1 - t0, t2 - t1)
 
 
 def debug_defines() -> list[str]:
@@ -106,12 +141,12 @@ def debug_defines() -> list[str]:
 
 def expected_instructions(build: Build, samples: int) -> int:
     """A generous estimate of guest instructions for a whole run (for the timeout): ~40 per MAC
-    of the portable kernels, 64 per output byte, plus start-up; sample 0 runs twice (profiling)."""
+    of the portable kernels, 64 per output byte, plus start-up; sample 0 also runs the warm-up and timed repeats."""
     from toolchain.ops.registry import opdef
 
     g = build.graph_s8
     per = sum(opdef(n).cost(n, g).macs * 40 + g.t(n.outputs[0]).nbytes * 64 for n in g.nodes)
-    return int((samples + 2 + build.config.repeats) * per + 5_000_000)
+    return int((samples + 2 + 2 * build.config.repeats + build.config.warmup) * per + 5_000_000)
 
 
 def write_inputs(path: Path, data_s8: dict[str, np.ndarray], graph: Graph) -> int:
@@ -120,5 +155,5 @@ def write_inputs(path: Path, data_s8: dict[str, np.ndarray], graph: Graph) -> in
     with path.open("wb") as f:
         for i in range(n):
             for name in graph.inputs:
-                f.write(np.ascontiguousarray(data_s8[name][i], np.int8).tobytes())
+                f.write(np.ascontiguousarray(data_s8[name][i], graph.t(name).dtype.np).tobytes())
     return n

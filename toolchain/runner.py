@@ -14,16 +14,19 @@ from typing import Any
 
 import numpy as np
 
-from profiler.parse import MARK_SYMBOLS, OpCosts, ProfileError, from_clock, from_marks
 from profiler.memory_plot import plot_memory
+from profiler.numerics import MAX_SAMPLES, op_numerics
+from profiler.parse import MARK_SYMBOLS, OpCosts, ProfileError, from_harness, from_marks
 from profiler.report import build_report
 from targets import TimeSource
 from targets.qemu import function_at, run_firmware
 from toolchain import __version__
 from toolchain.data import load_data, quantize_inputs
+from toolchain.frontend.onnx_qdq_ort import lsb_agreement, run_onnxruntime
 from toolchain.interpret import interpret
 from toolchain.memory import PLANNERS, live_bound
 from toolchain.ops.registry import opdef
+from toolchain.tflm_oracle import tflm_verification
 from toolchain.pipeline import Build, expected_instructions, write_inputs
 
 REFERENCE = "edgecc numpy int8 interpreter (TFLite int8 reference semantics, double rounding)"
@@ -38,10 +41,13 @@ class Outcome:
     log: str
 
 
-def float_reference(build: Build, data: dict[str, np.ndarray]) -> list[np.ndarray]:
-    """Float outputs per output [S, *shape]: onnxruntime on the float ONNX model, or for an int8
-    model (.tflite) our interpreter on its float twin (dequantized weights, float math)."""
+def float_reference(build: Build, data: dict[str, np.ndarray], data_s8: dict[str, np.ndarray]) -> list[np.ndarray]:
+    """Float outputs per output [S, *shape]: onnxruntime on the float ONNX model (on a quantized
+    ONNX model: its float simulation of QDQ), or for an int8 model (.tflite) our interpreter on
+    its float twin (dequantized weights, float math)."""
     g = build.graph_f32
+    if g.meta.get("format") == "onnx-qdq":
+        return run_onnxruntime(build.config.model, build.graph_s8, data, data_s8)
     if g.meta.get("dequantized"):
         runs = [interpret(g, {k: v[i] for k, v in data.items()}) for i in range(len(next(iter(data.values()))))]
         return [np.stack([r[o] for r in runs]) for o in g.outputs]
@@ -57,9 +63,11 @@ def float_reference(build: Build, data: dict[str, np.ndarray]) -> list[np.ndarra
 
 
 def sqnr_db(ref: np.ndarray, approx: np.ndarray) -> float | None:
-    """10 log10(signal power / noise power); None when the two are identical."""
+    """10 log10(signal power / noise power); None when the two are identical or the reference is all
+    zero (no signal: the ratio is undefined, and -inf is not JSON)."""
     noise = float(np.sum((ref.astype(np.float64) - approx) ** 2))
-    return None if noise == 0 else 10 * np.log10(float(np.sum(ref.astype(np.float64) ** 2)) / noise)
+    signal = float(np.sum(ref.astype(np.float64) ** 2))
+    return None if noise == 0 or signal == 0 else 10 * np.log10(signal / noise)
 
 
 def static_ops(build: Build) -> list[dict[str, Any]]:
@@ -98,6 +106,11 @@ def memory_section(build: Build) -> dict[str, Any]:
     return section
 
 
+def _whole(x: float) -> int | float:
+    """An int when x is whole (int8 outputs: LSB), else the float (float32 edge outputs)."""
+    return int(x) if float(x).is_integer() else float(x)
+
+
 def _verification(build: Build, got: list[np.ndarray] | None, expected: list[np.ndarray],
                   floats: list[np.ndarray], samples: int, data_name: str) -> dict[str, Any]:
     g = build.graph_s8
@@ -114,9 +127,14 @@ def _verification(build: Build, got: list[np.ndarray] | None, expected: list[np.
             first = diffs[k][0]
             v["mismatches"] = {"count": count, "output": g.outputs[k], "first_sample": int(first[0]),
                                "first_index": [int(i) for i in first[1:]],
-                               "max_abs_diff_lsb": int(max(np.max(np.abs(a.astype(int) - b)) for a, b in
-                                                          zip(got, expected, strict=True)))}
-    deq = [g.t(o).quant.dequantize(e) for o, e in zip(g.outputs, expected, strict=True)]
+                               "max_abs_diff_lsb": _whole(max(np.max(np.abs(a.astype(np.float64) - b)) for a, b in
+                                                              zip(got, expected, strict=True)))}
+    if build.graph_f32.meta.get("format") == "onnx-qdq":  # ORT's float simulation of the QDQ model, in LSB
+        v["float_reference"] = "onnxruntime (the quantized ONNX model, QDQ executed as float simulation)"
+        grids = [g.t(o).quant for o in g.outputs]
+        v["ort_max_abs_diff_lsb"], v["ort_exact_fraction"] = lsb_agreement(got or expected, floats, grids)
+    deq = [g.t(o).quant.dequantize(e) if g.t(o).quant else e.astype(np.float32)  # float32 edge outputs
+           for o, e in zip(g.outputs, expected, strict=True)]
     ref0, q0 = floats[0].reshape(samples, -1), deq[0].reshape(samples, -1)
     v["top1_agreement"] = float(np.mean(ref0.argmax(1) == q0.argmax(1))) if ref0.shape[1] > 1 else None
     v["sqnr_db"] = sqnr_db(floats[0], deq[0])
@@ -137,9 +155,10 @@ def run_and_verify(build: Build) -> Outcome:
     with ThreadPoolExecutor(max_workers=1) as pool:  # the board runs while Python computes the references
         pending = pool.submit(run_firmware, target, build.firmware.elf, cwd=build.fw_dir, timeout_s=timeout,
                               marks=MARK_SYMBOLS)
-        runs = [interpret(g, {k: v[i] for k, v in q.items()}) for i in range(samples)]
+        runs = [interpret(g, {k: v[i] for k, v in q.items()}, keep_all=i < MAX_SAMPLES) for i in range(samples)]
         expected = [np.stack([r[o] for r in runs]) for o in g.outputs]
-        floats = float_reference(build, data)
+        numerics = op_numerics(build.graph_f32, g, data, q, int8_envs=runs[:MAX_SAMPLES])  # per-op error vs float
+        floats = float_reference(build, data, q)
         log = pending.result()
     # paths relative to fw/: the build folder is renamed to OUT once the run is over
     command = " ".join(log.command).replace(str(build.fw_dir.resolve()), ".")
@@ -158,8 +177,8 @@ def run_and_verify(build: Build) -> Outcome:
         op = int(fault.get("op", -1))
         fault["op_name"] = ops[op]["name"] if 0 <= op < len(ops) else None
     else:
-        raw = np.fromfile(out_file, np.int8) if out_file.is_file() else np.zeros(0, np.int8)
-        sizes = [g.t(o).size for o in g.outputs]
+        raw = np.fromfile(out_file, np.uint8) if out_file.is_file() else np.zeros(0, np.uint8)
+        sizes = [g.t(o).nbytes for o in g.outputs]  # int8, or float32 after a Dequantize
         if raw.size != samples * sum(sizes):
             status, fault = "fault", {"reason": f"outputs.bin has {raw.size} bytes, expected {samples * sum(sizes)}",
                                       "op": -1, "op_name": None}
@@ -167,15 +186,20 @@ def run_and_verify(build: Build) -> Outcome:
             per = raw.reshape(samples, sum(sizes))
             got, at = [], 0
             for o, s in zip(g.outputs, sizes, strict=True):
-                got.append(per[:, at:at + s].reshape((samples, *g.t(o).shape)))
+                t = g.t(o)
+                got.append(np.ascontiguousarray(per[:, at:at + s]).view(t.dtype.np).reshape((samples, *t.shape)))
                 at += s
         try:
             n_ops = len(ops)
+            ticks = target.run.insns_per_tick if target.run.time_source is TimeSource.SYSTICK else None
             costs = from_marks(log.marks, n_ops) if target.run.time_source is TimeSource.PLUGIN \
-                else from_clock(log.stdout, n_ops)
+                else from_harness(log.stdout, n_ops, insns_per_tick=ticks)
         except ProfileError as e:
-            status, fault = "fault", {"reason": f"profile: {e}", "op": -1, "op_name": None}
+            status, fault = "fault", {"reason": f"profile: {e}", "op": e.op,
+                                      "op_name": ops[e.op]["name"] if 0 <= e.op < len(ops) else None}
     verification = _verification(build, got, expected, floats, samples, str(data_path))
+    if build.graph_f32.meta.get("format") == "tflite":  # TFLM on the same samples: where, not only whether
+        verification.update(tflm_verification(g, Path(cfg.model), q, got))
     if status == "pass" and not verification["bit_exact"]:
         status = "mismatch"
     gates = []
@@ -191,7 +215,7 @@ def run_and_verify(build: Build) -> Outcome:
         model=str(cfg.model), model_sha256=hashlib.sha256(Path(cfg.model).read_bytes()).hexdigest(),
         board=target.name, costs=costs, ops=ops, memory=memory_section(build),
         lib_sections={k: getattr(fw.lib, k) for k in ("text", "rodata", "weights", "data", "bss")},
-        harness_bytes=fw.harness.flash, verification=verification, status=status, fault=fault,
+        harness_bytes=fw.harness.flash, verification=verification, status=status, fault=fault, numerics=numerics,
         timings={"build_python": round(build.python_s, 3), "build_gcc": round(build.gcc_s, 3), "run": round(log.wall_s, 3)},
         generator=f"edgecc {__version__}")
     code = {"pass": 0, "mismatch": 1, "gate": 1}.get(status, 3)

@@ -114,6 +114,7 @@ def test_report_has_costs(mlperf_run, model, board):
         assert r["cost_unit"] == "us" and r["total_cost"] > 0
     else:
         assert r["cost_unit"] == "instructions"
-        assert isinstance(r["total_instructions"], int) and r["total_instructions"] > macs / 8
+        # per inference, not per op or per sample batch: no core here retires 32 MACs per instruction
+        assert isinstance(r["total_instructions"], int) and r["total_instructions"] > macs / 32
         assert all(isinstance(op["instructions"], int) and op["instructions"] > 0 for op in r["ops"])
     assert r["arena_bytes"] > 0 and r["flash_bytes"] > 0 and r["harness_bytes"] > 0

@@ -18,7 +18,11 @@ KERNELS_DIR = REPO / "c_templates" / "kernels"
 PORTABLE_DIR = KERNELS_DIR / "portable"
 HEADERS = (KERNELS_DIR / "ecc_kernels.h", PORTABLE_DIR / "ecc_fixed_point.h")
 OPS = ("conv2d_s8", "depthwise_conv2d_s8", "fully_connected_s8", "avg_pool2d_s8", "max_pool2d_s8",
-       "add_s8", "softmax_s8", "clamp_s8", "transpose_s8")
+       "add_s8", "softmax_s8", "clamp_s8", "transpose_s8", "mul_s8", "pad_s8",
+       # issue 4 (their vectors run through tests/ops/_c_graph.py with the op modules' argument lists)
+       "add_broadcast_s8", "sub_s8", "concat_s8", "mean_s8", "logistic_s8", "tanh_s8", "hard_swish_s8",
+       "leaky_relu_s8", "prelu_s8", "resize_nearest_s8", "resize_bilinear_s8", "quantize_s8", "dequantize_s8",
+       "requant_s8")
 WARN_FLAGS = ["-Wall", "-Wextra", "-Werror", "-std=c99"]
 GUARD = 32          # sentinel bytes on each side of every output buffer
 SENTINEL = 0x5A
@@ -187,13 +191,18 @@ class PortableKernels:
         _check(rc, "fully_connected_s8")
         return out.result()
 
-    def avg_pool2d_s8(self, x, *, kernel, stride, pad, out_hw, act_min, act_max, count_include_pad=False):
+    def avg_pool2d_s8(self, x, *, kernel, stride, pad, out_hw, act_min, act_max, count_include_pad=False,
+                      pad_end=None, pad_value=0):
+        """pad_end (bottom, right) bounds the cells count_include_pad counts (default: the kernel
+        size, i.e. every window cell counts); padding cells add pad_value."""
         x = _i8(x)
+        pad_end = tuple(kernel) if pad_end is None else pad_end
         n, h, wd, c = x.shape
         out = _Out((n, out_hw[0], out_hw[1], c))
         rc = self.lib.ecc_avg_pool2d_s8(
             None, _I32(stride[0]), _I32(stride[1]), _I32(pad[0]), _I32(pad[1]), _I32(kernel[0]), _I32(kernel[1]),
-            _I32(1 if count_include_pad else 0), _I32(act_min), _I32(act_max),
+            _I32(1 if count_include_pad else 0), _I32(pad_end[0]), _I32(pad_end[1]), _I32(pad_value),
+            _I32(act_min), _I32(act_max),
             _I32(n), _I32(h), _I32(wd), _I32(c), _p8(x), _I32(out_hw[0]), _I32(out_hw[1]), out.ptr)
         _check(rc, "avg_pool2d_s8")
         return out.result()
@@ -252,6 +261,31 @@ class PortableKernels:
         rc = self.lib.ecc_transpose_s8(None, _I32(x.ndim), _p32(dims), _p32(perm_a), _p8(x), out.ptr)
         _check(rc, "transpose_s8")
         return out.result()
+
+    def mul_s8(self, x1, x2, p, act_min, act_max):
+        """Flat element-wise multiply (one loop level of the broadcast kernel); ``p`` has the MulParams
+        fields (input1_offset, input2_offset, output_offset, output_mult, output_shift)."""
+        x1, x2 = _i8(x1), _i8(x2)
+        assert x1.shape == x2.shape
+        out = _Out(x1.shape)
+        loops = [1, 1, 1, x1.size, 0, 0, 0, 1, 0, 0, 0, 1]
+        rc = self.lib.ecc_mul_s8(None, *(_I32(v) for v in (p.input1_offset, p.input2_offset, p.output_offset,
+                                                           p.output_mult, p.output_shift, act_min, act_max, *loops)),
+                                 _p8(x1), _p8(x2), out.ptr)
+        _check(rc, "mul_s8")
+        return out.result()
+
+    def pad_s8(self, x, pads, *, pad_value):
+        """Constant pad of a rank <= 4 tensor; pads[i] = (before, after)."""
+        x = _i8(x)
+        lead = 4 - x.ndim
+        dims = (1,) * lead + x.shape
+        pads = [(0, 0)] * lead + [tuple(p) for p in pads]
+        out = _Out(tuple(d + a + b for d, (a, b) in zip(dims, pads)))
+        rc = self.lib.ecc_pad_s8(None, *(_I32(d) for d in dims), *(_I32(p[0]) for p in pads),
+                                 *(_I32(p[1]) for p in pads), _I32(pad_value), _p8(x), out.ptr)
+        _check(rc, "pad_s8")
+        return out.result().reshape(tuple(d + a + b for d, (a, b) in zip(x.shape, pads[lead:])))
 
     def raw(self, op: str):
         """The bare ctypes function ``ecc_<op>`` (for status-code tests)."""

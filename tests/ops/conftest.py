@@ -5,3 +5,54 @@ from pathlib import Path
 _ROOT = str(Path(__file__).resolve().parents[2])
 if _ROOT not in sys.path:
     sys.path.insert(0, _ROOT)
+
+# ---- shared fixtures of the op tests of issue 4 --------------------------------------------------
+import os  # noqa: E402
+import shutil  # noqa: E402
+import subprocess  # noqa: E402
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+_HERE = Path(__file__).resolve().parent
+if str(_HERE) not in sys.path:
+    sys.path.append(str(_HERE))
+
+SLOW = os.environ.get("EDGECC_SLOW") == "1"
+
+
+@pytest.fixture(scope="session")
+def portable_lib(tmp_path_factory):
+    """Every portable kernel template compiled into one host shared library (ctypes)."""
+    if shutil.which("gcc") is None:
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail("host gcc not found (required when CI=true)")
+        pytest.skip("host gcc not found")
+    from _c_graph import build_portable_library
+
+    return build_portable_library(tmp_path_factory.mktemp("ecc_ops_lib"))
+
+
+@pytest.fixture(scope="session")
+def tflm_cases(tmp_path_factory):
+    """Every generated single-op .tflite of tflite_op_cases (the full sweep under EDGECC_SLOW=1), run
+    through the TFLM Python interpreter in one subprocess. name -> (path, inputs, output or error text)."""
+    pytest.importorskip("tflite_micro", reason="tflite-micro (the TFLM oracle) is not installed")
+    from tflite_op_cases import all_cases
+
+    d = tmp_path_factory.mktemp("tflm_ops")
+    cases = all_cases(full=SLOW)
+    for name, (model, inputs) in cases.items():
+        (d / f"{name}.tflite").write_bytes(model)
+        for k, arr in enumerate(inputs):
+            np.save(d / f"{name}.in{k}.npy", arr)
+    proc = subprocess.run([sys.executable, str(_HERE / "_tflm_runner.py"), str(d)], capture_output=True, text=True,
+                          timeout=300, check=False)
+    if proc.returncode != 0:
+        pytest.fail(f"TFLM runner died (rc {proc.returncode}): {proc.stderr[-2000:]}")
+    out = {}
+    for name, (_model, inputs) in cases.items():
+        err = d / f"{name}.err"
+        res = err.read_text() if err.exists() else np.load(d / f"{name}.out.npy")
+        out[name] = (d / f"{name}.tflite", inputs, res)
+    return out

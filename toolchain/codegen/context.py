@@ -7,8 +7,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from toolchain.codegen.cnames import CNames
-from toolchain.codegen.filters import c_int
-from toolchain.ir import Graph
+from toolchain.codegen.filters import c_double, c_int
+from toolchain.ir import Graph, QuantParams
 from toolchain.memory import MemoryPlan
 from toolchain.ops.registry import KernelVariant, opdef
 
@@ -39,7 +39,8 @@ class KernelCall:
 
 @dataclass(frozen=True)
 class IOView:
-    """A graph input or output: the run() parameter, its arena offset and its quantization."""
+    """A graph input or output: the run() parameter, its arena offset and its quantization (int8), or
+    the C element type of a float32 edge (a Quantize / Dequantize inside the model)."""
 
     param: str
     tensor: str
@@ -48,6 +49,12 @@ class IOView:
     shape: tuple[int, ...]
     scale: float
     zero_point: int
+    ctype: str = "int8_t"
+
+    @property
+    def count_suffix(self) -> str:
+        """Divides the byte size into an element count in C ("" for int8)."""
+        return "" if self.ctype == "int8_t" else f" / sizeof({self.ctype})"
 
 
 @dataclass(frozen=True)
@@ -71,6 +78,18 @@ class ModelContext:
         return tuple(h.rsplit("/", 1)[-1] for h in self.kernel_headers)
 
 
+def _tensor_ref(arg, graph: Graph, plan: MemoryPlan, wnames: CNames, consts: dict[str, ConstArray]) -> str:
+    """C expression of an "act" (arena offset) or "const" (weights symbol) kernel argument."""
+    if arg.kind == "act":
+        t = graph.t(arg.value)
+        base = f"(a + {plan.offset_of(arg.value)})"
+        return base if t.dtype.c == "int8_t" else f"(({t.dtype.c} *){base})"
+    t = graph.t(arg.value)
+    sym = wnames(arg.value)
+    consts.setdefault(sym, ConstArray(sym, t.dtype.c, t.data))
+    return sym
+
+
 def build_context(graph: Graph, plan: MemoryPlan, variants: dict[str, KernelVariant], stamp: str,
                   weights_section: str = ".weights") -> ModelContext:
     """Resolve every kernel argument to C: arena offsets, constant symbols, literals."""
@@ -88,13 +107,13 @@ def build_context(graph: Graph, plan: MemoryPlan, variants: dict[str, KernelVari
         for arg in (variant.args or op.kernel_args)(node, graph):
             if arg.kind == "int":
                 args.append(c_int(arg.value))
-            elif arg.kind == "act":
-                args.append(f"(a + {plan.offset_of(arg.value)})")
-            elif arg.kind == "const":
-                t = graph.t(arg.value)
-                sym = wnames(arg.value)
-                consts.setdefault(sym, ConstArray(sym, t.dtype.c, t.data))
-                args.append(sym)
+            elif arg.kind == "real":
+                args.append(c_double(arg.value))
+            elif arg.kind in ("act", "const"):
+                args.append(_tensor_ref(arg, graph, plan, wnames, consts))
+            elif arg.kind == "ptrs":  # an array of tensor pointers, as a C99 compound literal
+                refs = ", ".join(_tensor_ref(a, graph, plan, wnames, consts) for a in arg.value)
+                args.append(f"(const int8_t *const[]){{{refs}}}")
             elif arg.kind == "array":
                 sym = pnames(f"{node.name}_{arg.name}")
                 values = np.asarray(arg.value)
@@ -110,8 +129,9 @@ def build_context(graph: Graph, plan: MemoryPlan, variants: dict[str, KernelVari
         views = []
         for i, name in enumerate(names):
             t = graph.t(name)
+            q = t.quant or QuantParams.per_tensor(1.0, 0)   # float32 edges carry real values
             views.append(IOView(ionames(f"{kind}{i}"), name, plan.offset_of(name), t.nbytes, t.shape,
-                                t.quant.s, t.quant.zp))
+                                q.s, q.zp, t.dtype.c))
         ios.append(tuple(views))
     templates = tuple(sorted({v.template for v in variants.values()}))
     headers = tuple(sorted({h for v in variants.values() for h in v.headers}))

@@ -55,8 +55,9 @@ def emit_library(ctx: ModelContext, lib_dir: Path) -> list[Path]:
     return sources
 
 
-def emit_harness(ctx: ModelContext, fw_dir: Path, timer: str, repeats: int = 5) -> Path:
-    """Write the test harness main.c for a board's time source ('plugin' or 'clock')."""
+def emit_harness(ctx: ModelContext, fw_dir: Path, timer: str, repeats: int = 5, warmup: int = 1) -> Path:
+    """Write the test harness main.c for a board's time source (plugin, clock, systick or pmu;
+    c_templates/timers/); measured timers run `warmup` untimed and `repeats` timed runs of sample 0."""
     fw_dir.mkdir(parents=True, exist_ok=True)
-    text = template_env().get_template("main.c.j2").render(ctx=ctx, timer=timer, repeats=repeats)
+    text = template_env().get_template("main.c.j2").render(ctx=ctx, timer=timer, repeats=repeats, warmup=warmup)
     return _write(fw_dir / "main.c", text)

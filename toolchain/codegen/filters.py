@@ -37,4 +37,13 @@ def c_int(x: int) -> str:
     return "(-2147483647 - 1)" if int(x) == -(2**31) else str(int(x))
 
 
-FILTERS = {"c_values": c_values, "c_float": c_float, "c_int": c_int}
+def c_double(x: float) -> str:
+    """A double literal that round-trips exactly (C99 hexadecimal floating constant).
+
+    >>> c_double(0.00390625), c_double(-0.1)
+    ('0x1.0000000000000p-8', '-0x1.999999999999ap-4')
+    """
+    return float(x).hex()
+
+
+FILTERS = {"c_values": c_values, "c_float": c_float, "c_int": c_int, "c_double": c_double}

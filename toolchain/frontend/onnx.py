@@ -25,7 +25,6 @@ from toolchain.ops.common import NO_ACT, Window, same_pads
 from toolchain.ops.conv2d import Conv2DAttrs
 from toolchain.ops.depthwise_conv2d import DepthwiseConv2DAttrs
 from toolchain.ops.fully_connected import FullyConnectedAttrs
-from toolchain.ops.add import AddAttrs
 from toolchain.ops.pool2d import Pool2DAttrs
 from toolchain.ops.registry import OpKind
 from toolchain.ops.shape_ops import ReshapeAttrs, TransposeAttrs
@@ -126,17 +125,6 @@ def clip(b: Builder, X, min=None, max=None):  # noqa: A002 - ONNX input names
     return b.emit(OpKind.CLAMP, [b.any_layout(X)], ClampAttrs(float(lo), float(hi)), nhwc=b.is_nhwc(X))
 
 
-@converter("Add")
-def add(b: Builder, A, B):
-    if b.is_const(A) or b.is_const(B):
-        raise b.unsupported("Add with a constant operand (needs broadcast support, issue 4)")
-    nhwc = b.is_nhwc(A) and b.is_nhwc(B)
-    xa, xb = (b.nhwc(A), b.nhwc(B)) if nhwc else (b.onnx_order(A), b.onnx_order(B))
-    if b.shape(xa) != b.shape(xb):
-        raise b.unsupported(f"broadcast Add {list(b.shape(xa))} + {list(b.shape(xb))} (issue 4)")
-    return b.emit(OpKind.ADD, [xa, xb], AddAttrs(NO_ACT), nhwc=nhwc)
-
-
 @converter("AveragePool")
 def average_pool(b: Builder, X, *, auto_pad="NOTSET", ceil_mode=0, count_include_pad=0, kernel_shape=None,
                  pads=None, strides=None, dilations=None):
@@ -235,7 +223,12 @@ def transpose(b: Builder, data, *, perm=None):
 
 @converter("Identity", "Dropout")
 def identity(b: Builder, input, ratio=None, training_mode=None, *, seed=None):  # noqa: A002
+    if training_mode and (not b.is_const(training_mode) or bool(b.const(training_mode, "training_mode"))):
+        raise b.unsupported("Dropout with training_mode (inference only)")
     return b.alias(input)
+
+
+from toolchain.frontend import onnx_ops  # noqa: E402,F401 - registers the converters of issue 4
 
 
 def load_onnx(path: str | Path, input_shapes: dict[str, tuple[int, ...]] | None = None) -> Graph:

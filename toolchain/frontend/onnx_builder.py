@@ -61,7 +61,8 @@ class Builder:
         unknown = sorted(set(attrs) - set(params))
         if unknown:
             raise self.unsupported(f"attribute(s) {', '.join(unknown)}")
-        if len(node.input) > len(params) - 1 - sum(p.kind == p.KEYWORD_ONLY for p in params.values()):
+        variadic = any(p.kind == p.VAR_POSITIONAL for p in params.values())
+        if not variadic and len(node.input) > len(params) - 1 - sum(p.kind == p.KEYWORD_ONLY for p in params.values()):
             raise self.unsupported(f"number of inputs ({len(node.input)})")
         fn(self, *node.input, **attrs)
 

@@ -81,7 +81,8 @@ class Builder:
         if extra:
             raise self.unsupported("option(s) " + ", ".join(f"{k}={op.options[k]!r}" for k in extra))
         n_pos = sum(p.kind == p.POSITIONAL_OR_KEYWORD for p in params.values()) - 1
-        if len(op.inputs) > n_pos or len(op.outputs) != 1:
+        variadic = any(p.kind == p.VAR_POSITIONAL for p in params.values())
+        if (len(op.inputs) > n_pos and not variadic) or len(op.outputs) != 1:
             raise self.unsupported(f"number of inputs/outputs ({len(op.inputs)}/{len(op.outputs)})")
         fn(self, *op.inputs, **{k: v for k, v in op.options.items() if k in params})
 
@@ -98,6 +99,12 @@ class Builder:
         t = self.tensor(idx, role)
         if t.is_const:
             raise self.unsupported(f"constant {role} {t.name!r} (an activation is expected)")
+        _check_int8_per_tensor(t, role, self.unsupported)
+        return t
+
+    def operand(self, idx: int, role: str = "input") -> Tensor:
+        """An int8 per-tensor input that may be an activation or a constant (element-wise ops)."""
+        t = self.tensor(idx, role)
         _check_int8_per_tensor(t, role, self.unsupported)
         return t
 
@@ -244,9 +251,7 @@ def fully_connected(b: Builder, input: int, weights: int, bias: int = -1, *,
 @converter("ADD")
 def add(b: Builder, input1: int, input2: int, *, fused_activation_function: int = 0,
         pot_scale_int16: bool = True) -> None:  # pot_scale_int16 only matters for int16 ADD
-    x1, x2 = b.act(input1, "input1"), b.act(input2, "input2")
-    if x1.shape != x2.shape:
-        raise b.unsupported(f"broadcast ADD {list(x1.shape)} + {list(x2.shape)}")
+    x1, x2 = b.operand(input1, "input1"), b.operand(input2, "input2")
     b.emit(OpKind.ADD, [x1, x2], AddAttrs(b.fused(fused_activation_function)))
 
 
@@ -318,6 +323,8 @@ def load_tflite(path: str | Path) -> Graph:
             errors.append(f"graph input {i} of type {m.type_names[i]} (int8 activations only)")
             continue
         b.tensors[t.name] = t
+        if t.dtype == DType.FLOAT32 and all(op.name == "QUANTIZE" for op in m.ops if i in op.inputs):
+            continue  # a float input quantized inside the model (QUANTIZE)
         try:
             _check_int8_per_tensor(t, "graph input", lambda what: UnsupportedModel(what))
         except UnsupportedModel as e:
@@ -330,7 +337,7 @@ def load_tflite(path: str | Path) -> Graph:
     defined = {m.tensors[i].name for i in m.inputs if m.tensors[i]} | {o for n in b.nodes for o in n.outputs}
     for i in m.outputs:
         t = m.tensors[i]
-        if t is None or t.name not in defined or t.dtype != DType.INT8:
+        if t is None or t.name not in defined or t.dtype not in (DType.INT8, DType.FLOAT32):
             errors.append(f"graph output {t.name if t else i!r}: not an int8 activation computed by the model")
     if errors:
         raise UnsupportedModel(f"{path}: {len(errors)} unsupported: " + "; ".join(errors))
@@ -338,5 +345,7 @@ def load_tflite(path: str | Path) -> Graph:
                  tuple(m.tensors[i].name for i in m.outputs), meta={"source": str(path), "format": "tflite",
                                                                     "input_layout": "NHWC"})
 
+
+from toolchain.frontend import tflite_ops  # noqa: E402,F401 - registers the converters of issue 4
 
 __all__ = ["CONVERTERS", "load_tflite"]

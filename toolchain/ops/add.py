@@ -12,8 +12,10 @@ import numpy as np
 from toolchain.ops.fixed_point import AddParams, multiply_by_quantized_multiplier, requantize_s8, wrap_int32
 from dataclasses import dataclass
 from toolchain.ir import Graph, Node
-from toolchain.ops.common import NO_ACT, act_range_s8, apply_act_f32
+from toolchain.ops.binary import broadcast_args, broadcast_shape, needs_broadcast, operand
+from toolchain.ops.common import NO_ACT, act_range_s8, apply_act_f32, quantize_operand
 from toolchain.ops.fixed_point import add_params
+from toolchain.ops.packing import INT32_LIMIT, dsp_variant
 from toolchain.ops.registry import CArg, Cost, OpDef, OpKind, portable, register
 
 
@@ -39,7 +41,8 @@ def add_s8(x1: np.ndarray, x2: np.ndarray, p: AddParams, act_min: int = -128, ac
 # ---- IR glue: attrs, shapes, float semantics, kernel call -----------------------------------
 @dataclass(frozen=True)
 class AddAttrs:
-    """Add of two same-shape tensors (ONNX Add-14 without broadcast, TFLite ADD), fused activation."""
+    """Add (ONNX Add-14 with multidirectional broadcast, TFLite ADD), fused activation. Same shapes run
+    the flat `add` kernel, broadcast ones `add_broadcast` (loop plan of ops/binary.py)."""
 
     act: tuple[float, float] = NO_ACT
 
@@ -49,15 +52,42 @@ def _params(node: Node, graph: Graph):
     return add_params(a.s, a.zp, b.s, b.zp, y.s, y.zp), act_range_s8(node.attrs.act, y)
 
 
+# ---- DSP variant (c_templates/kernels/dsp/add_s8.c.j2): same arguments, tabulated inputs ------
+DSP_MIN_SIZE = 1024  # the tables cost 2 KB of scratch and about 14k instructions to fill
+
+
+def dsp_exact(p: AddParams) -> bool:
+    """Whether dsp/add is exact: it tabulates each input's rescaled term and requantizes the sum with
+    ecc_dsp_out, exact for output_shift in [-31, 0] when twice the largest possible sum stays clear
+    of int32."""
+    if not -31 <= p.output_shift <= 0 or not 0 <= p.left_shift <= 23:
+        return False
+    x = np.arange(-128, 128, dtype=np.int64)
+    t1 = multiply_by_quantized_multiplier((x + p.input1_offset) << p.left_shift, p.input1_mult, p.input1_shift)
+    t2 = multiply_by_quantized_multiplier((x + p.input2_offset) << p.left_shift, p.input2_mult, p.input2_shift)
+    return 2 * (int(np.abs(t1).max()) + int(np.abs(t2).max())) + 512 < INT32_LIMIT
+
+
+# where it pays (DSP_MIN_SIZE elements on); like the portable flat kernel, the output may alias an input
+DSP = dsp_variant("add", applies=lambda n, g: (not needs_broadcast(n, g) and g.t(n.outputs[0]).size >= DSP_MIN_SIZE
+                                              and dsp_exact(_params(n, g)[0])),
+                  scratch_bytes=lambda n, g: 2 * 256 * 4, inplace_inputs=(0, 1))
+
+
 @register(OpKind.ADD)
 class Add(OpDef):
-    variants = (portable("add", inplace_inputs=(0, 1)),)  # the kernel allows output == either input
+    # the flat kernel allows output == either input; broadcast shapes take the strided kernel
+    variants = (DSP, portable("add", applies=lambda n, g: not needs_broadcast(n, g), inplace_inputs=(0, 1)),
+                portable("add_broadcast", applies=needs_broadcast, args=lambda n, g: _broadcast_args(n, g)))
 
     def infer_shapes(self, node: Node, graph: Graph) -> list[tuple[int, ...]]:
-        a, b = (graph.t(n).shape for n in node.inputs[:2])
-        if a != b:
-            raise ValueError(f"shapes {list(a)} and {list(b)} differ (no broadcast yet)")
-        return [a]
+        return [broadcast_shape(node, graph)]
+
+    def quantize_constants(self, node: Node, graph: Graph) -> Graph:
+        for name in node.inputs[:2]:  # a constant operand becomes int8 with its own qparams (TFLite)
+            if graph.t(name).is_const and graph.t(name).quant is None:
+                graph = quantize_operand(graph, name)
+        return graph
 
     def reference_f32(self, node: Node, graph: Graph, ins: list[np.ndarray]) -> list[np.ndarray]:
         return [apply_act_f32((ins[0] + ins[1]).astype(np.float32), node.attrs.act)]
@@ -70,9 +100,15 @@ class Add(OpDef):
         p, (lo, hi) = _params(node, graph)
         ints = [p.input1_offset, p.input1_mult, p.input1_shift, p.input2_offset, p.input2_mult, p.input2_shift,
                 p.left_shift, p.output_offset, p.output_mult, p.output_shift, lo, hi, graph.t(node.outputs[0]).size]
-        return [*map(CArg.lit, ints), CArg("act", node.inputs[0]), CArg("act", node.inputs[1]),
+        return [*map(CArg.lit, ints), operand(graph, node.inputs[0]), operand(graph, node.inputs[1]),
                 CArg("act", node.outputs[0])]
 
     def cost(self, node: Node, graph: Graph) -> Cost:
         c = super().cost(node, graph)
-        return Cost(graph.t(node.outputs[0]).size, 0, c.act_read_bytes, c.act_write_bytes)
+        return Cost(graph.t(node.outputs[0]).size, c.weight_bytes, c.act_read_bytes, c.act_write_bytes)
+
+
+def _broadcast_args(node: Node, graph: Graph) -> list[CArg]:
+    """add_broadcast_s8: the flat kernel's parameters without the size, the loop plan, the operands."""
+    flat = Add().kernel_args(node, graph)
+    return [*flat[:12], *broadcast_args(node, graph), *flat[13:]]

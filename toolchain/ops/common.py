@@ -121,3 +121,20 @@ def requant_arrays(in_scale: float, w_scale: tuple[float, ...], out_scale: float
 
     pairs = [quantize_multiplier(in_scale * ws / out_scale) for ws in w_scale]
     return np.array([p[0] for p in pairs], np.int32), np.array([p[1] for p in pairs], np.int32)
+
+
+def const_qparams(data: np.ndarray) -> QuantParams:
+    """Per-tensor asymmetric int8 qparams of a constant operand (not a weight): its range widened
+    to include 0, scale = range / 255 as float32 (the activation rule of the TFLite int8 spec)."""
+    lo, hi = min(float(np.min(data)), 0.0), max(float(np.max(data)), 0.0)
+    if hi - lo < 1e-12:
+        return QuantParams.per_tensor(1.0, 0)
+    scale = float(np.float32((hi - lo) / 255.0))
+    return QuantParams.per_tensor(scale, int(np.clip(np.round(-128 - lo / scale), -128, 127)))
+
+
+def quantize_operand(graph: Graph, name: str, qp: QuantParams | None = None) -> Graph:
+    """A float constant operand of an element-wise op -> int8 with `qp` (default const_qparams)."""
+    t = graph.t(name)
+    qp = qp or const_qparams(t.data)
+    return graph.with_tensor(Tensor(name, t.shape, DType.INT8, qp, qp.quantize(t.data)))

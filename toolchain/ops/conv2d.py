@@ -3,8 +3,9 @@ TFLM reference_integer_ops::ConvPerChannel.
 
 Owns: `conv2d_s8` (the numpy oracle) and `im2col_s8_offset`, the patch gatherer shared with the
 depthwise reference. Layout NHWC activations, OHWI weights (I = Cin / groups). Taps outside the
-input are skipped, i.e. read as the input zero point (BL-07). Not here: float conv (common.py),
-parameter preparation (fixed_point.py), C code (c_templates/).
+input are skipped, i.e. read as the input zero point (BL-07). Also the plans of the dsp kernel
+variants (`dsp_plan`: predicate, argument list, scratch). Not here: float conv (common.py),
+parameter preparation (fixed_point.py), weight re-packing (packing.py), C code (c_templates/).
 """
 from __future__ import annotations
 
@@ -14,8 +15,8 @@ from toolchain.ops.fixed_point import requantize_s8, wrap_int32
 from dataclasses import dataclass
 from toolchain.ir import Graph, Node
 from toolchain.ops.common import NO_ACT, Window, act_range_s8, apply_act_f32, conv_f32, quantize_bias, quantize_weights, requant_arrays
-from toolchain.ops.packing import Folded, dsp_variant, fold_layer, gemm_groups, pack_gemm_weights
-from toolchain.ops.registry import CArg, Cost, OpDef, OpKind, portable, register
+from toolchain.ops.packing import MODES, dsp_variant, fold_layer, gemm_groups, pack_gemm_blob
+from toolchain.ops.registry import CArg, Cost, KernelVariant, OpDef, OpKind, portable, register
 
 
 def _check_geometry(x: np.ndarray, kernel: tuple[int, int], stride, pad, dilation, out_hw) -> None:
@@ -114,51 +115,55 @@ def _s8_kwargs(node: Node, graph: Graph) -> dict:
 
 
 # ---- DSP variants (c_templates/kernels/dsp/): predicates, scratch, argument lists -----------
-def _dsp_fold(node: Node, graph: Graph) -> Folded | None:
-    """Zero point folded into the bias + fast requantization; None if the dsp kernels cannot be exact."""
+def dsp_plan(k: dict, x_shape: tuple[int, ...], w: np.ndarray, bias: np.ndarray | None, y_shape: tuple[int, ...], *,
+             mode: str, pointwise: bool, x: str = "input", y: str = "output") -> tuple[list[CArg], int] | None:
+    """(argument list, scratch bytes) of the dsp conv2d entry point for requantization `mode`
+    (packing.MODES), pointwise (dsp/conv2d_1x1) or general (dsp/conv2d), given the conv2d_s8 keyword
+    arguments `k`, OHWI weights and the tensor names x, y; None when that entry point does not apply:
+    grouped conv, -128 weights, a requantization it cannot do exactly (packing.fold_layer), or for
+    the 1x1 kernel a kernel other than 1x1, padding, or in_c % 4 != 0."""
+    cin, (oh, ow) = x_shape[3], y_shape[1:3]
+    if w.shape[3] != cin:
+        return None
+    if pointwise and (w.shape[1:3] != (1, 1) or any(k["pad"]) or cin % 4
+                      or (oh - 1) * k["stride"][0] >= x_shape[1] or (ow - 1) * k["stride"][1] >= x_shape[2]):
+        return None
+    w2d = w.reshape(w.shape[0], -1)
+    f = fold_layer(w2d, bias, k["input_offset"], k["out_mult"], k["out_shift"], k["output_offset"],
+                   (k["act_min"], k["act_max"]))
+    if f is None or mode not in f.modes:
+        return None
+    groups = gemm_groups(w2d.shape[1])
+    geometry = [*k["stride"]] if pointwise else [*k["stride"], *k["pad"], *k["dilation"], -k["input_offset"]]
+    args = [*map(CArg.lit, [*geometry, k["act_min"], k["act_max"]]), *map(CArg.lit, x_shape), CArg("act", x),
+            *map(CArg.lit, [*([] if pointwise else w.shape[1:3]), groups]),
+            CArg("array", pack_gemm_blob(w2d, f, mode), "wpack"), *map(CArg.lit, y_shape[1:]), CArg("act", y)]
+    # two q15 columns (16 bytes per 4-k group), plus int8 staging for im2col when in_c % 4 != 0
+    return args, (16 + 4 * (not pointwise and cin % 4 != 0)) * groups
+
+
+def _node_plan(node: Node, graph: Graph, mode: str, pointwise: bool) -> tuple[list[CArg], int] | None:
     if node.attrs.groups != 1:
         return None
-    w = graph.t(node.inputs[1]).data
-    k = _s8_kwargs(node, graph)
-    bias = graph.t(node.inputs[2]).data if len(node.inputs) > 2 and node.inputs[2] else None
-    return fold_layer(w.reshape(w.shape[0], -1), bias, k["input_offset"], k["out_mult"], k["out_shift"],
-                      k["output_offset"])
-
-
-def _is_1x1(node: Node, graph: Graph) -> bool:
-    win = node.attrs.window
-    return win.kernel == (1, 1) and not any(win.pads) and graph.t(node.inputs[0]).shape[3] % 4 == 0
-
-
-def _dsp_gemm_args(node: Node, graph: Graph, pointwise: bool) -> list[CArg]:
-    k, f = _s8_kwargs(node, graph), _dsp_fold(node, graph)
     x, w, y = graph.t(node.inputs[0]), graph.t(node.inputs[1]), graph.t(node.outputs[0])
-    w2d = w.data.reshape(w.shape[0], -1)
-    geometry = [*k["stride"]] if pointwise else [*k["stride"], *k["pad"], *k["dilation"], -k["input_offset"]]
-    wdims = [] if pointwise else [*w.shape[1:3]]
-    return [*map(CArg.lit, [*geometry, k["act_min"], k["act_max"]]), CArg("array", f.rq, "rq"),
-            *map(CArg.lit, x.shape), CArg("act", x.name), *map(CArg.lit, [*wdims, gemm_groups(w2d.shape[1])]),
-            CArg("array", pack_gemm_weights(w2d), "wpack"), CArg("array", f.bias, "bias"),
-            *map(CArg.lit, y.shape[1:]), CArg("act", y.name)]
+    bias = graph.t(node.inputs[2]).data if len(node.inputs) > 2 and node.inputs[2] else None
+    return dsp_plan(_s8_kwargs(node, graph), x.shape, w.data, bias, y.shape, mode=mode, pointwise=pointwise,
+                    x=x.name, y=y.name)
 
 
-def _dsp_groups(node: Node, graph: Graph) -> int:
-    w = graph.t(node.inputs[1])
-    return gemm_groups(w.size // w.shape[0])
+def _dsp(mode: str, pointwise: bool) -> KernelVariant:
+    return dsp_variant("conv2d", "1x1" if pointwise else "", mode=mode,
+                       applies=lambda n, g: _node_plan(n, g, mode, pointwise) is not None,
+                       scratch_bytes=lambda n, g: _node_plan(n, g, mode, pointwise)[1],
+                       args=lambda n, g: _node_plan(n, g, mode, pointwise)[0])
 
 
-DSP_1X1 = dsp_variant("conv2d", "1x1", applies=lambda n, g: _is_1x1(n, g) and _dsp_fold(n, g) is not None,
-                      scratch_bytes=lambda n, g: 16 * _dsp_groups(n, g),
-                      args=lambda n, g: _dsp_gemm_args(n, g, pointwise=True))
-# general: im2col of two pixels as q15 (16 B per 4-k group) + int8 staging when in_c % 4 != 0
-DSP_GENERAL = dsp_variant("conv2d", applies=lambda n, g: _dsp_fold(n, g) is not None,
-                          scratch_bytes=lambda n, g: (16 + 4 * (g.t(n.inputs[0]).shape[3] % 4 != 0)) * _dsp_groups(n, g),
-                          args=lambda n, g: _dsp_gemm_args(n, g, pointwise=False))
+DSP_VARIANTS = tuple(_dsp(mode, pointwise) for pointwise in (True, False) for mode in MODES)
 
 
 @register(OpKind.CONV2D)
 class Conv2D(OpDef):
-    variants = (DSP_1X1, DSP_GENERAL, portable("conv2d"))
+    variants = (*DSP_VARIANTS, portable("conv2d"))
 
     def infer_shapes(self, node: Node, graph: Graph) -> list[tuple[int, ...]]:
         n, h, w, cin = graph.t(node.inputs[0]).shape

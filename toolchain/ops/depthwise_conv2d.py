@@ -2,7 +2,8 @@
 multiplier; TFLite int8 spec, TFLM reference_integer_ops::DepthwiseConvPerChannel.
 
 Owns `depthwise_conv2d_s8`. Weights are TFLite's [1, KH, KW, Cin*mult] with output channel
-oc = ic*mult + m reading input channel ic (BL-10). Padding and skipped taps as in conv2d.
+oc = ic*mult + m reading input channel ic (BL-10). Padding and skipped taps as in conv2d. Also the
+plans of the dsp kernel variants (`dsp_plan`: predicate, argument list, scratch).
 """
 from __future__ import annotations
 
@@ -13,8 +14,8 @@ from toolchain.ops.fixed_point import requantize_s8, wrap_int32
 from dataclasses import dataclass
 from toolchain.ir import Graph, Node
 from toolchain.ops.common import NO_ACT, Window, act_range_s8, apply_act_f32, conv_f32, quantize_bias, quantize_weights, requant_arrays
-from toolchain.ops.packing import Folded, dsp_variant, fold_layer
-from toolchain.ops.registry import CArg, Cost, OpDef, OpKind, portable, register
+from toolchain.ops.packing import MODES, dsp_variant, fold_layer
+from toolchain.ops.registry import CArg, Cost, KernelVariant, OpDef, OpKind, portable, register
 
 
 def depthwise_conv2d_s8(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, *, stride=(1, 1),
@@ -74,46 +75,57 @@ def _s8_kwargs(node: Node, graph: Graph) -> dict:
 
 
 # ---- DSP variants (c_templates/kernels/dsp/): predicates, scratch, argument lists -----------
-def _dsp_fold(node: Node, graph: Graph) -> Folded | None:
-    """Zero point folded into the bias + fast requantization; None if the dsp kernels cannot be exact."""
-    w = graph.t(node.inputs[1]).data
-    k = _s8_kwargs(node, graph)
-    bias = graph.t(node.inputs[2]).data if len(node.inputs) > 2 and node.inputs[2] else None
-    w2d = w.reshape(-1, w.shape[3]).T  # [out_c, taps]: output channel oc sums x[oc // mult] * w[tap, oc]
-    return fold_layer(w2d, bias, k["input_offset"], k["out_mult"], k["out_shift"], k["output_offset"])
-
-
-def _is_3x3(node: Node, graph: Graph) -> bool:
-    a = node.attrs
-    return (a.window.kernel == (3, 3) and a.window.dilation == (1, 1) and a.depth_multiplier == 1
-            and graph.t(node.inputs[0]).shape[3] % 4 == 0)
-
-
-def _dsp_args(node: Node, graph: Graph, three: bool) -> list[CArg]:
-    k, f = _s8_kwargs(node, graph), _dsp_fold(node, graph)
-    x, w, y = graph.t(node.inputs[0]), graph.t(node.inputs[1]), graph.t(node.outputs[0])
+def dsp_plan(k: dict, x_shape: tuple[int, ...], w: np.ndarray, bias: np.ndarray | None, y_shape: tuple[int, ...], *,
+             mode: str, three: bool, x: str = "input", y: str = "output",
+             w_arg: CArg | None = None) -> tuple[list[CArg], int] | None:
+    """(argument list, scratch bytes) of the dsp depthwise entry point for requantization `mode`,
+    3x3 (dsp/depthwise_conv2d_3x3) or general, given the depthwise_conv2d_s8 keyword arguments `k`
+    and [1, KH, KW, C*mult] weights (w_arg: how the kernel call names them; default a new array);
+    None when it does not apply: -128 weights, a requantization it cannot do exactly, or for the
+    3x3 kernel another kernel size, dilation, depth multiplier or in_c % 4 != 0."""
+    _, kh, kw, cout = w.shape
+    if three and ((kh, kw) != (3, 3) or tuple(k["dilation"]) != (1, 1) or k["depth_multiplier"] != 1
+                  or x_shape[3] % 4):
+        return None
+    # [out_c, taps]: output channel oc sums x[oc // mult] * w[tap, oc]; the kernels accumulate 2 acc
+    f = fold_layer(w.reshape(-1, cout).T, bias, k["input_offset"], k["out_mult"], k["out_shift"], k["output_offset"],
+                   (k["act_min"], k["act_max"]), doubled=True)
+    if f is None or mode not in f.modes:
+        return None
     geometry = [*k["stride"], *k["pad"]] + ([] if three else [*k["dilation"], k["depth_multiplier"]])
-    return [*map(CArg.lit, [*geometry, -k["input_offset"], k["act_min"], k["act_max"]]), CArg("array", f.rq, "rq"),
-            *map(CArg.lit, x.shape), CArg("act", x.name), *map(CArg.lit, [] if three else w.shape[1:3]),
-            CArg("const", w.name), CArg("array", f.bias, "bias"), *map(CArg.lit, y.shape[1:]), CArg("act", y.name)]
+    args = [*map(CArg.lit, [*geometry, -k["input_offset"], f.k, k["act_min"], k["act_max"]]),
+            CArg("array", f.mult, "mult"), CArg("array", f.shift(mode), "shift"), *map(CArg.lit, x_shape),
+            CArg("act", x), *map(CArg.lit, [] if three else (kh, kw)), w_arg or CArg("array", w.reshape(-1), "w"),
+            CArg("array", f.bias, "bias"), *map(CArg.lit, y_shape[1:]), CArg("act", y)]
+    # general: the weights of every full channel quad widened to q15 (8 bytes per quad and tap);
+    # 3x3: a 120-byte record per quad (bias, requantization, widened weights) and a ring of three
+    # padded input rows widened to q15 (2 bytes per value)
+    quads = cout // 4 if k["depth_multiplier"] == 1 else 0
+    if three:
+        return args, 120 * quads + 3 * 2 * ((y_shape[2] - 1) * k["stride"][1] + 3) * cout
+    return args, 8 * quads * kh * kw
 
 
-def _dsp_scratch(node: Node, graph: Graph) -> int:
-    """The weights of every full channel quad widened to q15 (8 bytes per quad and tap)."""
-    _, kh, kw, cout = graph.t(node.inputs[1]).shape
-    quads = cout // 4 if node.attrs.depth_multiplier == 1 else 0
-    return 8 * quads * kh * kw
+def _node_plan(node: Node, graph: Graph, mode: str, three: bool) -> tuple[list[CArg], int] | None:
+    x, w, y = graph.t(node.inputs[0]), graph.t(node.inputs[1]), graph.t(node.outputs[0])
+    bias = graph.t(node.inputs[2]).data if len(node.inputs) > 2 and node.inputs[2] else None
+    return dsp_plan(_s8_kwargs(node, graph), x.shape, w.data, bias, y.shape, mode=mode, three=three, x=x.name,
+                    y=y.name, w_arg=CArg("const", w.name))
 
 
-DSP_3X3 = dsp_variant("depthwise_conv2d", "3x3", applies=lambda n, g: _is_3x3(n, g) and _dsp_fold(n, g) is not None,
-                      scratch_bytes=_dsp_scratch, args=lambda n, g: _dsp_args(n, g, three=True))
-DSP_GENERAL = dsp_variant("depthwise_conv2d", applies=lambda n, g: _dsp_fold(n, g) is not None,
-                          scratch_bytes=_dsp_scratch, args=lambda n, g: _dsp_args(n, g, three=False))
+def _dsp(mode: str, three: bool) -> KernelVariant:
+    return dsp_variant("depthwise_conv2d", "3x3" if three else "", mode=mode,
+                       applies=lambda n, g: _node_plan(n, g, mode, three) is not None,
+                       scratch_bytes=lambda n, g: _node_plan(n, g, mode, three)[1],
+                       args=lambda n, g: _node_plan(n, g, mode, three)[0])
+
+
+DSP_VARIANTS = tuple(_dsp(mode, three) for three in (True, False) for mode in MODES)
 
 
 @register(OpKind.DEPTHWISE_CONV2D)
 class DepthwiseConv2D(OpDef):
-    variants = (DSP_3X3, DSP_GENERAL, portable("depthwise_conv2d"))
+    variants = (*DSP_VARIANTS, portable("depthwise_conv2d"))
 
     def infer_shapes(self, node: Node, graph: Graph) -> list[tuple[int, ...]]:
         n, h, w, cin = graph.t(node.inputs[0]).shape

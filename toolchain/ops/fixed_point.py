@@ -7,6 +7,14 @@ rounding form (the one every reference kernel here uses) plus the single-roundin
 tests only, and TFLite's QuantizeMultiplier / PreprocessSoftmaxScaling / CalculateInputRadius /
 CalculateActivationRangeQuantized.
 
+Rounding modes (the per-model YAML key `rounding`): "tflm" (default) = gemmlowp double rounding in
+requantization and half away from zero elsewhere, what TFLM's reference kernels do; "onnx" = one
+rounding, ties to even, where ONNX semantics differ: the output requantization of conv / FC / add
+(`requantize_s8`), activation bounds and QuantizeLinear (`quantize_real`). Internal fixed-point
+steps (ADD's input rescale, softmax's exp) are the same in both modes. The mode is chosen per call
+(`rounding=`) or for a block with `rounding_mode(...)`, a context variable, so the op references
+need no extra argument.
+
 Values are carried in int64 arrays holding int32 quantities; where the C reference depends on
 int32 behaviour (saturation, wrap-around) we emulate it explicitly. Not here: the op kernels
 (one module per op) and anything float-valued beyond parameter preparation.
@@ -14,12 +22,40 @@ int32 behaviour (saturation, wrap-around) we emulate it explicitly. Not here: th
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 
 import numpy as np
 
 INT32_MIN = -(2**31)
 INT32_MAX = 2**31 - 1
+
+ROUNDING_MODES = ("tflm", "onnx")
+_ROUNDING: ContextVar[str] = ContextVar("edgecc_rounding", default="tflm")
+
+
+def check_rounding(mode: str) -> str:
+    """`mode` if it is a rounding mode, else ValueError naming the allowed ones."""
+    if mode not in ROUNDING_MODES:
+        raise ValueError(f"rounding must be one of {', '.join(ROUNDING_MODES)}, not {mode!r}")
+    return mode
+
+
+@contextmanager
+def rounding_mode(mode: str) -> Iterator[None]:
+    """Within the block, `requantize_s8`, `activation_range` and `quantize_real` round as `mode`."""
+    token = _ROUNDING.set(check_rounding(mode))
+    try:
+        yield
+    finally:
+        _ROUNDING.reset(token)
+
+
+def current_rounding() -> str:
+    """The rounding mode in effect ("tflm" outside any rounding_mode block)."""
+    return _ROUNDING.get()
 
 
 def _i64(x) -> np.ndarray:
@@ -88,6 +124,42 @@ def multiply_by_quantized_multiplier_single(x, mult, shift) -> np.ndarray:
     return (x * mult + (np.int64(1) << (total - 1))) >> total
 
 
+def multiply_by_quantized_multiplier_rne(x, mult, shift) -> np.ndarray:
+    """x * mult * 2^(shift - 31) rounded once, ties to even, saturated to int32: the exact real
+    product rounded as ONNX QuantizeLinear / QLinearConv requantization round (rounding "onnx").
+    BL-01: (7984, 1583594044, -9) -> 11 and (1, 2^30, -1) -> 0 (double rounding: 12 and 1)."""
+    x, mult, shift = np.broadcast_arrays(_i64(x), _i64(mult), _i64(shift))
+    p = x * mult                                   # |p| < 2^62: exact in int64
+    total = np.clip(31 - shift, 0, 62)             # shift >= 31 only for reals >= 2^30: saturates below
+    q = p >> total                                 # floor
+    rem = p - (q << total)
+    half = np.int64(1) << np.maximum(total - 1, 0)
+    up = (total > 0) & ((rem > half) | ((rem == half) & (q & 1 == 1)))
+    q = q + up
+    q = np.where((shift > 31) & (p != 0), np.sign(p) * INT32_MAX, q)
+    return saturate_int32(q)
+
+
+def round_half(v, rounding: str | None = None) -> np.ndarray:
+    """Round to integers (float64 results): ties away from zero ("tflm", TfLiteRound) or to even
+    ("onnx", nearbyint); `rounding` None = the mode in effect."""
+    v = np.asarray(v, np.float64)
+    if check_rounding(rounding or current_rounding()) == "onnx":
+        return np.rint(v)
+    return np.sign(v) * np.floor(np.abs(v) + 0.5)
+
+
+def quantize_real(x, scale: float, zero_point: int, rounding: str | None = None) -> np.ndarray:
+    """float -> int8 with a per-tensor scale and zero point: saturate(round(x / scale) + zp).
+    "onnx": QuantizeLinear (float32 division, ties to even); "tflm": TFLite's rule (ties away)."""
+    mode = check_rounding(rounding or current_rounding())
+    if mode == "onnx":
+        r = np.asarray(x, np.float32) / np.float32(scale)
+    else:
+        r = np.asarray(x, np.float64) / float(scale)
+    return np.clip(round_half(r, mode) + int(zero_point), -128, 127).astype(np.int8)
+
+
 def quantize_multiplier(real: float) -> tuple[int, int]:
     """TFLite QuantizeMultiplier: real = mult_q31 * 2^(shift - 31), mult in [2^30, 2^31).
 
@@ -109,10 +181,15 @@ def quantize_multiplier(real: float) -> tuple[int, int]:
     return int(q_fixed), int(shift)
 
 
-def requantize_s8(acc, mult, shift, output_offset: int, act_min: int, act_max: int) -> np.ndarray:
-    """The common int8 output stage: MBQM(acc, mult, shift) + output_offset, clamp, int8."""
+def requantize_s8(acc, mult, shift, output_offset: int, act_min: int, act_max: int,
+                  rounding: str | None = None) -> np.ndarray:
+    """The common int8 output stage: MBQM(acc, mult, shift) + output_offset, clamp, int8.
+    Rounding "tflm": double rounding (TFLM); "onnx": one rounding, ties to even; None = the mode
+    in effect (see rounding_mode)."""
     check_act_range(act_min, act_max)
-    y = multiply_by_quantized_multiplier(acc, mult, shift) + int(output_offset)
+    onnx = check_rounding(rounding or current_rounding()) == "onnx"
+    mbqm = multiply_by_quantized_multiplier_rne if onnx else multiply_by_quantized_multiplier
+    y = mbqm(acc, mult, shift) + int(output_offset)
     return np.clip(y, act_min, act_max).astype(np.int8)
 
 
@@ -194,7 +271,8 @@ def softmax_params(input_scale: float, beta: float = 1.0) -> SoftmaxParams:
 
 def activation_range(act, scale: float, zero_point: int) -> tuple[int, int]:
     """TFLite CalculateActivationRangeQuantized for int8: bounds zp + round(b / scale) (float32
-    division, rounding half away from zero) intersected with [-128, 127].
+    division, rounding half away from zero; ties to even under rounding "onnx") intersected with
+    [-128, 127].
     act: 'none' | 'relu' | 'relu6' | 'relu_n1_to_1' | (lo, hi) real bounds (+-inf allowed)."""
     named = {"none": (-math.inf, math.inf), "relu": (0.0, math.inf), "relu6": (0.0, 6.0),
              "relu_n1_to_1": (-1.0, 1.0)}
@@ -208,7 +286,7 @@ def activation_range(act, scale: float, zero_point: int) -> tuple[int, int]:
 
     def q(v: float) -> float:
         r = float(np.float32(v) / np.float32(scale))  # TFLite divides in float
-        return math.copysign(math.floor(abs(r) + 0.5), r) if math.isfinite(r) else r
+        return float(round_half(r)) if math.isfinite(r) else r  # ties away ("tflm") or to even ("onnx")
 
     act_min = -128 if lo == -math.inf else max(-128, min(127, zero_point + q(lo)))
     act_max = 127 if hi == math.inf else min(127, max(-128, zero_point + q(hi)))

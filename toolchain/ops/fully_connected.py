@@ -2,7 +2,8 @@
 reference_integer_ops::FullyConnected (per-tensor) and FullyConnectedPerChannel.
 
 Owns `fully_connected_s8`. Weights [out_depth, in_depth], one row per output; a non-zero weight
-zero point is honoured through filter_offset even though the TFLite spec makes it 0.
+zero point is honoured through filter_offset even though the TFLite spec makes it 0. Also the plan
+of the dsp kernel variant (`dsp_plan`).
 """
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from toolchain.ops.fixed_point import requantize_s8, wrap_int32
 from dataclasses import dataclass
 from toolchain.ir import Graph, Node
 from toolchain.ops.common import NO_ACT, act_range_s8, apply_act_f32, quantize_bias, quantize_weights, requant_arrays
-from toolchain.ops.packing import Folded, dsp_variant, fold_layer, gemm_groups, pack_gemm_weights
+from toolchain.ops.packing import dsp_variant, fold_layer, gemm_groups, pack_gemm_blob
 from toolchain.ops.registry import CArg, Cost, OpDef, OpKind, portable, register
 
 
@@ -67,27 +68,31 @@ def _s8_kwargs(node: Node, graph: Graph) -> dict:
 
 
 # ---- DSP variant (c_templates/kernels/dsp/): predicate, scratch, argument list ---------------
-def _dsp_fold(node: Node, graph: Graph) -> Folded | None:
-    """Zero point folded into the bias + fast requantization; None if the dsp kernel cannot be exact."""
-    k = _s8_kwargs(node, graph)
+def dsp_plan(k: dict, x_shape: tuple[int, ...], w: np.ndarray, bias: np.ndarray | None, y_shape: tuple[int, ...], *,
+             x: str = "input", y: str = "output") -> tuple[list[CArg], int] | None:
+    """(argument list, scratch bytes) of dsp/fully_connected for the fully_connected_s8 keyword arguments
+    `k` and [O, K] weights; None when it does not apply (a weight zero point, -128 weights, or a
+    requantization it cannot do exactly). The kernel always clamps (mode "clamp")."""
     if k["filter_offset"] != 0:
         return None
-    bias = graph.t(node.inputs[2]).data if len(node.inputs) > 2 and node.inputs[2] else None
-    return fold_layer(graph.t(node.inputs[1]).data, bias, k["input_offset"], k["out_mult"], k["out_shift"],
-                      k["output_offset"])
+    f = fold_layer(w, bias, k["input_offset"], k["out_mult"], k["out_shift"], k["output_offset"],
+                   (k["act_min"], k["act_max"]))
+    if f is None:
+        return None
+    groups = gemm_groups(w.shape[1])
+    args = [*map(CArg.lit, [k["act_min"], k["act_max"], *x_shape]), CArg("act", x), CArg.lit(groups),
+            CArg("array", pack_gemm_blob(w, f, "clamp"), "wpack"), CArg.lit(y_shape[1]), CArg("act", y)]
+    return args, 16 * groups  # two batch rows widened to q15, 16 bytes per 4-k group
 
 
-def _dsp_args(node: Node, graph: Graph) -> list[CArg]:
-    k, f = _s8_kwargs(node, graph), _dsp_fold(node, graph)
+def _node_plan(node: Node, graph: Graph) -> tuple[list[CArg], int] | None:
     x, w, y = graph.t(node.inputs[0]), graph.t(node.inputs[1]), graph.t(node.outputs[0])
-    return [CArg.lit(k["act_min"]), CArg.lit(k["act_max"]), CArg("array", f.rq, "rq"), *map(CArg.lit, x.shape),
-            CArg("act", x.name), CArg.lit(gemm_groups(w.shape[1])), CArg("array", pack_gemm_weights(w.data), "wpack"),
-            CArg("array", f.bias, "bias"), CArg.lit(y.shape[1]), CArg("act", y.name)]
+    bias = graph.t(node.inputs[2]).data if len(node.inputs) > 2 and node.inputs[2] else None
+    return dsp_plan(_s8_kwargs(node, graph), x.shape, w.data, bias, y.shape, x=x.name, y=y.name)
 
 
-# scratch: two batch rows widened to q15, 16 bytes per 4-k group
-DSP = dsp_variant("fully_connected", applies=lambda n, g: _dsp_fold(n, g) is not None,
-                  scratch_bytes=lambda n, g: 16 * gemm_groups(g.t(n.inputs[1]).shape[1]), args=_dsp_args)
+DSP = dsp_variant("fully_connected", applies=lambda n, g: _node_plan(n, g) is not None,
+                  scratch_bytes=lambda n, g: _node_plan(n, g)[1], args=lambda n, g: _node_plan(n, g)[0])
 
 
 @register(OpKind.FULLY_CONNECTED)

@@ -3,8 +3,9 @@ reference_integer_ops::AveragePool / MaxPool (integer_ops/pooling.h).
 
 Owns `avg_pool2d_s8` and `max_pool2d_s8`. In/out quantization is identical (TFLite requires it),
 so no requantization happens here. Average: window sum of in-bounds cells divided with rounding
-half away from zero (BL-03); divisor = in-bounds count, or KH*KW with count_include_pad (an
-ONNX extension; TFLite never includes padding).
+half away from zero (BL-03); divisor = in-bounds count, or with count_include_pad (an ONNX
+extension; TFLite never includes padding) the cells inside the padded input, each padding cell
+counting as the zero point (real 0); cells past the declared end pads (ceil_mode) never count.
 """
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from toolchain.ops.fixed_point import check_act_range
 from dataclasses import dataclass
 from toolchain.ir import Graph, Node
 from toolchain.ops.common import NO_ACT, Window, act_range_s8, apply_act_f32
+from toolchain.ops.packing import dsp_variant
 from toolchain.ops.registry import CArg, Cost, OpDef, OpKind, portable, register
 
 
@@ -34,20 +36,22 @@ def _windows(x: np.ndarray, kernel, stride, pad, out_hw, fill: int) -> tuple[np.
 
 
 def avg_pool2d_s8(x: np.ndarray, *, kernel, stride, pad=(0, 0), out_hw, act_min: int = -128,
-                  act_max: int = 127, count_include_pad: bool = False, pad_value: int = 0) -> np.ndarray:
+                  act_max: int = 127, count_include_pad: bool = False, pad_value: int = 0,
+                  pad_end=None) -> np.ndarray:
     """int8 average pooling (TFLM reference_integer_ops::AveragePool).
 
     x: int8 [N, H, W, C] -> int8 [N, OH, OW, C]. kernel/stride/pad(top, left)/out_hw are (h, w).
-    out = round_half_away(sum / n), clamped. n = in-bounds cells, or KH*KW if count_include_pad,
-    in which case each padded cell adds pad_value (pass the zero point to average a real 0;
-    the contract's C kernel adds nothing for padded cells, i.e. pad_value = 0).
+    out = round_half_away(sum / n), clamped. n = in-bounds cells, or if count_include_pad the cells
+    inside [-pad_top, H + pad_bottom) x [-pad_left, W + pad_right) with pad_end = (bottom, right)
+    (None: unbounded, n = KH*KW), each padding cell adding pad_value (the zero point: a real 0).
     A window with no in-bounds cell is an error (TFLM returns kTfLiteError).
     """
     check_act_range(act_min, act_max)
-    v, inside = _windows(x, kernel, stride, pad, out_hw, int(pad_value) if count_include_pad else 0)
+    v, inside = _windows(x, kernel, stride, pad, out_hw, 0)
     s = v.sum(axis=(3, 4))                                               # [N, OH, OW, C]
     if count_include_pad:
-        cnt = np.full(inside.shape[:2], kernel[0] * kernel[1], np.int64)
+        cnt = _padded_counts(x.shape[1:3], kernel, stride, pad, pad_end, out_hw)
+        s = s + int(pad_value) * (cnt - inside.sum(axis=(2, 3)))[None, :, :, None]  # padding cells
     else:
         cnt = inside.sum(axis=(2, 3)).astype(np.int64)
         if np.any(cnt == 0):
@@ -57,6 +61,18 @@ def avg_pool2d_s8(x: np.ndarray, *, kernel, stride, pad=(0, 0), out_hw, act_min:
     # Integer division of magnitudes = C's truncating '/', giving TFLite's half-away rounding.
     avg = np.where(s > 0, (s + half) // cnt, -((-s + half) // cnt))
     return np.clip(avg, act_min, act_max).astype(np.int8)
+
+
+def _padded_counts(hw, kernel, stride, pad, pad_end, out_hw) -> np.ndarray:
+    """[OH, OW] number of window cells inside the padded input (ONNX count_include_pad)."""
+    per_axis = []
+    for a in range(2):
+        start = np.arange(out_hw[a]) * stride[a] - pad[a]
+        end = start + kernel[a]
+        if pad_end is not None:
+            end = np.minimum(end, hw[a] + pad_end[a])
+        per_axis.append(end - np.maximum(start, -pad[a]))
+    return per_axis[0][:, None] * per_axis[1][None, :]
 
 
 def max_pool2d_s8(x: np.ndarray, *, kernel, stride, pad=(0, 0), out_hw, act_min: int = -128,
@@ -113,9 +129,16 @@ class _Pool(OpDef):
         return [*map(CArg.lit, ints), CArg("act", x.name), *map(CArg.lit, y.shape[1:3]), CArg("act", y.name)]
 
 
+# ---- DSP variants (c_templates/kernels/dsp/): the portable argument lists, no scratch ---------
+# avg: four channels summed in int16 lanes, exact while a window holds at most 255 cells
+DSP_AVG = dsp_variant("avg_pool2d", applies=lambda n, g: n.attrs.window.kernel[0] * n.attrs.window.kernel[1] <= 255,
+                      scratch_bytes=lambda n, g: 0)
+DSP_MAX = dsp_variant("max_pool2d", applies=lambda n, g: True, scratch_bytes=lambda n, g: 0)
+
+
 @register(OpKind.AVG_POOL2D)
 class AvgPool2D(_Pool):
-    variants = (portable("avg_pool2d"),)
+    variants = (DSP_AVG, portable("avg_pool2d"))
 
     def reference_f32(self, node: Node, graph: Graph, ins: list[np.ndarray]) -> list[np.ndarray]:
         win = node.attrs.window
@@ -129,12 +152,19 @@ class AvgPool2D(_Pool):
         count = _pool_f32(ones, win, 0.0, np.sum, oh, ow)
         return [apply_act_f32((total / count).astype(np.float32), node.attrs.act)]
 
+    def _padding(self, node: Node, graph: Graph) -> dict:
+        """count_include_pad, the end pads and the pad value (the input zero point: a real 0)."""
+        pads = node.attrs.window.pads
+        zp = graph.t(node.inputs[0]).quant.zp if node.attrs.count_include_pad else 0
+        return dict(count_include_pad=node.attrs.count_include_pad, pad_end=pads[2:], pad_value=zp)
+
     def reference_s8(self, node: Node, graph: Graph, ins: list[np.ndarray]) -> list[np.ndarray]:
         k, _ = self._common(node, graph)
-        return [avg_pool2d_s8(ins[0], count_include_pad=node.attrs.count_include_pad, **k)]
+        return [avg_pool2d_s8(ins[0], **self._padding(node, graph), **k)]
 
     def kernel_args(self, node: Node, graph: Graph) -> list[CArg]:
-        return self._args(node, graph, [int(node.attrs.count_include_pad)])
+        p = self._padding(node, graph)
+        return self._args(node, graph, [int(p["count_include_pad"]), *p["pad_end"], p["pad_value"]])
 
     def cost(self, node: Node, graph: Graph) -> Cost:
         c = super().cost(node, graph)
@@ -144,7 +174,7 @@ class AvgPool2D(_Pool):
 
 @register(OpKind.MAX_POOL2D)
 class MaxPool2D(_Pool):
-    variants = (portable("max_pool2d"),)
+    variants = (DSP_MAX, portable("max_pool2d"))
 
     def reference_f32(self, node: Node, graph: Graph, ins: list[np.ndarray]) -> list[np.ndarray]:
         oh, ow = graph.t(node.outputs[0]).shape[1:3]

@@ -30,6 +30,21 @@ class OpKind(enum.Enum):
     TRANSPOSE = "Transpose"
     CLAMP = "Clamp"
     BATCH_NORM = "BatchNorm"
+    SUB = "Sub"
+    MUL = "Mul"
+    CONCAT = "Concatenation"
+    PAD = "Pad"
+    MEAN = "Mean"
+    LOGISTIC = "Logistic"
+    TANH = "Tanh"
+    HARD_SWISH = "HardSwish"
+    LEAKY_RELU = "LeakyRelu"
+    PRELU = "PRelu"
+    RESIZE_NEAREST = "ResizeNearestNeighbor"
+    RESIZE_BILINEAR = "ResizeBilinear"
+    QUANTIZE = "Quantize"
+    DEQUANTIZE = "Dequantize"
+    REQUANTIZE = "Requantize"
 
 
 class Unsupported(Exception):

@@ -8,7 +8,7 @@ from toolchain.ir import Graph
 from toolchain.ops.registry import OpKind
 
 FUSABLE = {OpKind.CONV2D, OpKind.DEPTHWISE_CONV2D, OpKind.FULLY_CONNECTED, OpKind.ADD,
-           OpKind.AVG_POOL2D, OpKind.MAX_POOL2D}
+           OpKind.AVG_POOL2D, OpKind.MAX_POOL2D, OpKind.SUB, OpKind.MUL}
 
 
 def fuse_activation(graph: Graph) -> Graph:

@@ -1,16 +1,21 @@
 /* edgecc DSP helpers (ACLE, Cortex-M4/M7/M33: __ARM_FEATURE_DSP) shared by the kernels in dsp/.
  *
- * Conventions the Python side (toolchain/ops/packing.py) prepares offline:
- * - The input zero point is folded into the bias: acc = bias' + sum x * w with raw int8 x, so a
- *   tap in the padding must read the zero point itself (im2col fills padding with it).
- * - q15 columns: every 4 int8 x0..x3 become two words (x0, x2) and (x1, x3) (SXTB16 and SXTB16
- *   ROR 8). Int8 weights in natural order expand the same way, so SMLAD pairs them directly.
- *   Two columns A, B are interleaved per 4-k group: A0 A1 B0 B1 (16 bytes).
+ * Conventions prepared offline by toolchain/ops/packing.py:
+ * - The input zero point is folded into the bias: acc = bias' + sum x * w over raw int8 x, so a
+ *   tap in the padding reads the zero point itself (im2col fills padding with it).
+ * - q15 columns: four int8 x0..x3 become the words (x0, x2) and (x1, x3) (SXTB16, SXTB16 ROR 8).
+ *   Int8 weights in natural order widen the same way, so SMLAD pairs them directly. Two columns
+ *   A, B are interleaved per 4-k group: A0 A1 B0 B1 (16 bytes).
  * - GEMM weights: output channels in pairs, the two rows interleaved per 4-k group (8 bytes),
- *   K zero-padded to a multiple of 4; an odd last row follows alone (4 bytes per group).
- * - Requantization per channel is three int32 {mult, c, e1} (ecc_dsp_requant), exact against
- *   the double-rounding reference when Python's bound check on the accumulator holds.
- * 32-bit loads from int8 tensors go through memcpy (LDR tolerates misalignment, LDRD/LDM fault).
+ *   K zero-padded to a multiple of 8 (an even number of groups), each pair's bias before and its
+ *   requantization after its weights (see "GEMM over packed weights" below).
+ * - Requantization (ecc_dsp_out): per channel an int32 multiplier and a shift, per layer
+ *   k = 2 * output_offset + 1. Exact against TFLite's double rounding whenever Python's bound
+ *   on the accumulator holds. Three modes (ECC_DSP_RELU / FULL / CLAMP, one kernel entry point
+ *   each): RELU layers (output range [-128, 127] with zero point -128) skip the rounding of
+ *   negative values, which clamp to -128 either way; FULL needs no clamp beyond int8.
+ * 32-bit loads from int8 tensors go through memcpy (LDR tolerates misalignment, LDRD/LDM fault)
+ * unless the tensor rows are word aligned (ecc_dsp_w32).
  */
 #ifndef ECC_DSP_H
 #define ECC_DSP_H
@@ -18,6 +23,9 @@
 #include <arm_acle.h>
 #include <stdint.h>
 #include <string.h>
+
+/* A word-aligned int8 tensor read as int32 words (may_alias: no strict-aliasing assumption). */
+typedef int32_t ecc_dsp_w32 __attribute__((may_alias, aligned(4)));
 
 /* four int8 from any address as one word (little endian) */
 static inline int32_t ecc_dsp_ld4(const int8_t *p)
@@ -27,13 +35,8 @@ static inline int32_t ecc_dsp_ld4(const int8_t *p)
     return v;
 }
 
-static inline void ecc_dsp_st4(int8_t *p, int32_t v)
-{
-    memcpy(p, &v, 4);
-}
-
-/* bytes 1 and 3 sign-extended into two int16 lanes; GCC 12 has no __ror and would emit a
- * separate ROR before SXTB16 */
+/* bytes 1 and 3 sign-extended into two int16 lanes (GCC 12 has no __ror and would emit a
+ * separate ROR before SXTB16) */
 static inline int32_t ecc_dsp_sxtb16_ror8(int32_t v)
 {
     int32_t r;
@@ -49,59 +52,88 @@ static inline int32_t ecc_dsp_smmulr(int32_t a, int32_t b)
     return r;
 }
 
-/* TFLite MultiplyByQuantizedMultiplier (double rounding, shift = -(e1 - 1) <= 0) plus the output
- * offset: h = SRDHM(acc, mult) = SMMULR(2 acc, mult); RoundingDivideByPOT(h, e) + off equals
- * (2h + 2^e + (h < 0 ? -1 : 0) + (off << (e + 1))) >> (e + 1), and c = 2^e + (off << (e + 1)). */
-static inline int32_t ecc_dsp_requant(int32_t acc, int32_t mult, int32_t c, int32_t e1)
+/* saturate v >> 1 to int8 (SSAT with a shifted operand) */
+static inline int32_t ecc_dsp_ssat8_asr1(int32_t v)
 {
-    const int32_t h = ecc_dsp_smmulr(acc << 1, mult);
-    return (c + (h << 1) + (h >> 31)) >> e1;
+    int32_t r;
+    __asm__("ssat %0, #8, %1, asr #1" : "=r"(r) : "r"(v));
+    return r;
 }
 
-/* Clamp to [lo, hi] (inside int8). full = (lo, hi) == (-128, 127): one SSAT. */
-static inline int8_t ecc_dsp_clamp(int32_t v, int32_t lo, int32_t hi, int32_t full)
+/* Requantization modes, chosen per layer in Python (the kernels have one entry point per mode). */
+#define ECC_DSP_RELU 0  /* output range [-128, 127], zero point -128, every e >= 1 */
+#define ECC_DSP_FULL 1  /* output range [-128, 127] */
+#define ECC_DSP_CLAMP 2 /* anything else */
+
+/* TFLite MultiplyByQuantizedMultiplier (double rounding, shift = -e <= 0) + output offset, clamped.
+ * acc2 = 2 acc. h = SRDHM(acc, mult) = SMMULR(2 acc, mult). RoundingDivideByPOT(h, e) + off
+ * = (k + ((2h + (h < 0 ? -1 : 0)) >> e)) >> 1 with k = 2 off + 1 (floor((y + k 2^e) / 2^(e+1)) as a
+ * nested floor); sh = e. RELU: sh = e - 1 (e >= 1) and no sign term, exact after the clamp at
+ * -128 because every h < 0 then lands at or below the zero point -128. */
+static inline int8_t ecc_dsp_out(int32_t acc2, int32_t mult, int32_t sh, int32_t k, int32_t lo, int32_t hi,
+                                 const int mode)
 {
-    if (full) {
-        return (int8_t)__ssat(v, 8);
+    const int32_t h = ecc_dsp_smmulr(acc2, mult);
+    int32_t y;
+    if (mode == ECC_DSP_RELU) {
+        return (int8_t)ecc_dsp_ssat8_asr1((h >> sh) + k);
     }
-    v = v < lo ? lo : v;
-    return (int8_t)(v > hi ? hi : v);
+    y = ecc_dsp_ssat8_asr1(((2 * h + (h >> 31)) >> sh) + k);
+    if (mode == ECC_DSP_CLAMP) {
+        y = y < lo ? lo : y;
+        y = y > hi ? hi : y;
+    }
+    return (int8_t)y;
 }
 
-/* 4 int8 (one word) -> the two q15 words of ecc_dsp's column order */
+/* 4 int8 (one word) -> the two q15 words of the column order */
 static inline void ecc_dsp_q15x4(int32_t v, int32_t *dst)
 {
     dst[0] = __sxtb16(v);
     dst[1] = ecc_dsp_sxtb16_ror8(v);
 }
 
-/* A word-aligned int8 tensor read as int32 words (may_alias: no strict-aliasing assumption). */
-typedef int32_t ecc_dsp_w32 __attribute__((may_alias, aligned(4)));
-
 /* Widen k int8 (k % 4 == 0, src word aligned) into one slot of an interleaved q15 column
- * starting at dst (stride 4 words per 4-k group); returns dst after the last group. */
+ * starting at dst (4 words per 4-k group); returns dst after the last group. */
 static inline int32_t *ecc_dsp_widen_a(const int8_t *src, int32_t k, int32_t *dst)
 {
     const ecc_dsp_w32 *s = (const ecc_dsp_w32 *)(const void *)src;
-    for (; k >= 8; k -= 8, s += 2, dst += 8) {
-        const int32_t a = s[0], b = s[1];
-        dst[0] = __sxtb16(a);
-        dst[1] = ecc_dsp_sxtb16_ror8(a);
-        dst[4] = __sxtb16(b);
-        dst[5] = ecc_dsp_sxtb16_ror8(b);
+    int32_t n = k >> 3;
+    if (n > 0) {
+        int32_t a, b, t;
+        __asm__ volatile(
+            "1:\n\t"
+            "ldrd %[a], %[b], [%[s]], #8\n\t"
+            "sxtb16 %[t], %[a]\n\t"
+            "sxtb16 %[a], %[a], ror #8\n\t"
+            "strd %[t], %[a], [%[d]], #16\n\t"
+            "sxtb16 %[t], %[b]\n\t"
+            "sxtb16 %[b], %[b], ror #8\n\t"
+            "strd %[t], %[b], [%[d]], #16\n\t"
+            "subs %[n], %[n], #1\n\t"
+            "bne 1b\n\t"
+            : [s] "+r"(s), [d] "+r"(dst), [n] "+r"(n), [a] "=&r"(a), [b] "=&r"(b), [t] "=&r"(t)
+            :
+            : "cc", "memory");
     }
-    if (k) {
+    if (k & 4) {
         ecc_dsp_q15x4(s[0], dst);
         dst += 4;
     }
     return dst;
 }
 
-/* The same from any address (memcpy loads). */
+/* The same from any address (k % 4 == 0). */
 static inline int32_t *ecc_dsp_widen_u(const int8_t *src, int32_t k, int32_t *dst)
 {
-    for (; k >= 4; k -= 4, src += 4, dst += 4) {
+    for (; k >= 8; k -= 8, src += 8, dst += 8) {
+        const int32_t a = ecc_dsp_ld4(src), b = ecc_dsp_ld4(src + 4);
+        ecc_dsp_q15x4(a, dst);
+        ecc_dsp_q15x4(b, dst + 4);
+    }
+    if (k) {
         ecc_dsp_q15x4(ecc_dsp_ld4(src), dst);
+        dst += 4;
     }
     return dst;
 }
@@ -116,156 +148,255 @@ static inline int32_t *ecc_dsp_fill(int32_t *dst, int32_t k, int32_t zq)
     return dst;
 }
 
-/* acc[2 rows][2 columns] += over n pairs of 4-k groups (8 k per iteration, n >= 1).
- * w: two interleaved weight rows (8 bytes per group, word aligned); x: two interleaved q15
- * columns (16 bytes per group). Written in assembly so the 13 live values stay in registers. */
-#define ECC_DSP_MAC_GROUP(xa, xb) \
-    "ldrd %[w0], %[w1], [%[w]], #8\n\t" \
-    "sxtb16 %[e0], %[w0]\n\t" \
-    "sxtb16 %[w0], %[w0], ror #8\n\t" \
-    "sxtb16 %[e1], %[w1]\n\t" \
-    "sxtb16 %[w1], %[w1], ror #8\n\t" \
-    "ldrd %[p], %[q], [%[x]], #8\n\t" \
-    "smlad %[" xa "0], %[e0], %[p], %[" xa "0]\n\t" \
-    "smlad %[" xa "0], %[w0], %[q], %[" xa "0]\n\t" \
-    "smlad %[" xa "1], %[e1], %[p], %[" xa "1]\n\t" \
-    "smlad %[" xa "1], %[w1], %[q], %[" xa "1]\n\t" \
-    "ldrd %[p], %[q], [%[x]], #8\n\t" \
-    "smlad %[" xb "0], %[e0], %[p], %[" xb "0]\n\t" \
-    "smlad %[" xb "0], %[w0], %[q], %[" xb "0]\n\t" \
-    "smlad %[" xb "1], %[e1], %[p], %[" xb "1]\n\t" \
-    "smlad %[" xb "1], %[w1], %[q], %[" xb "1]\n\t"
+/* ---- GEMM over packed weights (conv2d, conv2d_1x1, fully_connected) ----
+ * The weight blob holds, per pair of output channels (rows r0, r1): bias r0, bias r1 (int32), the
+ * two rows interleaved per 4-k group (8 bytes per group), mult r0, mult r1 (int32), and one word
+ * sk = shift r0 | shift r1 << 8 | k << 16; an odd last row: bias, its groups (4 bytes each), mult,
+ * sk. The kernel reads it front to back with one pointer. */
 
-static inline void ecc_dsp_mac_2x2(int32_t *acc, const int32_t *x, const int8_t *w, int32_t n)
+/* one 4-k group of the 2x2 block: the two rows (t0, t1 widened to t2/t0, t3/t1) x columns A, B (t4/t5) */
+#define ECC_DSP_MAC_GROUP \
+    "ldrd %[t0], %[t1], [%[w]], #8\n\t" \
+    "sxtb16 %[t2], %[t0]\n\t" \
+    "sxtb16 %[t0], %[t0], ror #8\n\t" \
+    "sxtb16 %[t3], %[t1]\n\t" \
+    "sxtb16 %[t1], %[t1], ror #8\n\t" \
+    "ldrd %[t4], %[t5], [%[x]], #8\n\t" \
+    "smlad %[a0], %[t2], %[t4], %[a0]\n\t" \
+    "smlad %[a0], %[t0], %[t5], %[a0]\n\t" \
+    "smlad %[a1], %[t3], %[t4], %[a1]\n\t" \
+    "smlad %[a1], %[t1], %[t5], %[a1]\n\t" \
+    "ldrd %[t4], %[t5], [%[x]], #8\n\t" \
+    "smlad %[b0], %[t2], %[t4], %[b0]\n\t" \
+    "smlad %[b0], %[t0], %[t5], %[b0]\n\t" \
+    "smlad %[b1], %[t3], %[t4], %[b1]\n\t" \
+    "smlad %[b1], %[t1], %[t5], %[b1]\n\t"
+
+/* ecc_dsp_out of one accumulator register, multiplier t0|t1, shift in the low byte of t2, k in t3 */
+#define ECC_DSP_OUT_RELU(acc, m) \
+    "lsl %[" acc "], %[" acc "], #1\n\t" \
+    "smmulr %[" acc "], %[" acc "], %[" m "]\n\t" \
+    "asr %[" acc "], %[" acc "], %[t2]\n\t" \
+    "add %[" acc "], %[" acc "], %[t3]\n\t" \
+    "ssat %[" acc "], #8, %[" acc "], asr #1\n\t"
+#define ECC_DSP_OUT_FULL(acc, m) \
+    "lsl %[" acc "], %[" acc "], #1\n\t" \
+    "smmulr %[" acc "], %[" acc "], %[" m "]\n\t" \
+    "lsl %[t4], %[" acc "], #1\n\t" \
+    "add %[t4], %[t4], %[" acc "], asr #31\n\t" \
+    "asr %[t4], %[t4], %[t2]\n\t" \
+    "add %[t4], %[t4], %[t3]\n\t" \
+    "ssat %[" acc "], #8, %[t4], asr #1\n\t"
+
+/* Every output-channel pair of one 2x2-blocked GEMM pass, requantization and stores included, for
+ * the RELU or FULL mode: columns `cols` (two interleaved q15 columns, 2 * nh 4-k groups, taken
+ * four per loop iteration after an odd pair), outputs
+ * of column A at oa, of column B at oa + ob. Assembly: 14 live values in registers, the loop
+ * constants in memory. Returns the blob pointer after the last pair. */
+#define ECC_DSP_GEMM_PAIRS(OUT)                                                                    \
+    __asm__ volatile(                                                                              \
+        "2:\n\t"                                                                                   \
+        "ldrd %[a0], %[a1], [%[w]], #8\n\t"                                                        \
+        "mov %[b0], %[a0]\n\t"                                                                     \
+        "mov %[b1], %[a1]\n\t"                                                                     \
+        "ldr %[x], %[mc]\n\t"                                                                      \
+        "ldr %[n], %[mn]\n\t"                                                                      \
+        "tst %[n], #1\n\t"                                                                         \
+        "beq 3f\n\t"                                                                               \
+        ECC_DSP_MAC_GROUP ECC_DSP_MAC_GROUP                                                        \
+        "3:\n\t"                                                                                   \
+        "lsrs %[n], %[n], #1\n\t"                                                                  \
+        "beq 4f\n\t"                                                                               \
+        "1:\n\t" ECC_DSP_MAC_GROUP ECC_DSP_MAC_GROUP ECC_DSP_MAC_GROUP ECC_DSP_MAC_GROUP           \
+        "subs %[n], %[n], #1\n\t"                                                                  \
+        "bne 1b\n\t"                                                                               \
+        "4:\n\t"                                                                                   \
+        "ldrd %[t0], %[t1], [%[w]], #8\n\t"                                                        \
+        "ldr %[t2], [%[w]], #4\n\t"                                                                \
+        "asr %[t3], %[t2], #16\n\t"                                                                \
+        OUT("a0", "t0") OUT("b0", "t0")                                                            \
+        "lsr %[t2], %[t2], #8\n\t"                                                                 \
+        OUT("a1", "t1") OUT("b1", "t1")                                                            \
+        "ldr %[n], %[mo]\n\t"                                                                      \
+        "strb %[b0], [%[oa], %[n]]\n\t"                                                            \
+        "strb %[a1], [%[oa], #1]\n\t"                                                              \
+        "strb %[a0], [%[oa]], #2\n\t"                                                              \
+        "add %[x], %[oa], %[n]\n\t"                                                                \
+        "strb %[b1], [%[x], #-1]\n\t"                                                              \
+        "ldr %[n], %[mp]\n\t"                                                                      \
+        "subs %[n], %[n], #1\n\t"                                                                  \
+        "str %[n], %[mp]\n\t"                                                                      \
+        "bne 2b\n\t"                                                                               \
+        : [a0] "=&r"(a0), [a1] "=&r"(a1), [b0] "=&r"(b0), [b1] "=&r"(b1), [x] "=&r"(x), [n] "=&r"(n), \
+          [t0] "=&r"(t0), [t1] "=&r"(t1), [t2] "=&r"(t2), [t3] "=&r"(t3), [t4] "=&r"(t4), [t5] "=&r"(t5), \
+          [w] "+r"(w), [oa] "+r"(oa), [mp] "+m"(m.pairs)                                           \
+        : [mc] "m"(m.cols), [mn] "m"(m.nh), [mo] "m"(m.ob)                                         \
+        : "cc", "memory")
+
+/* requantize one accumulator of a blob record in C (any mode): mult, the record's sk word, which */
+static inline int8_t ecc_dsp_out_sk(int32_t acc, int32_t mult, int32_t sk, int32_t which, int32_t lo, int32_t hi,
+                                    const int mode)
 {
-    int32_t a0 = acc[0], a1 = acc[1], b0 = acc[2], b1 = acc[3];
-    int32_t w0, w1, e0, e1, p, q;
-    __asm__ volatile(
-        "1:\n\t"
-        ECC_DSP_MAC_GROUP("a", "b")
-        ECC_DSP_MAC_GROUP("a", "b")
-        "subs %[n], %[n], #1\n\t"
-        "bne 1b\n\t"
-        : [a0] "+r"(a0), [a1] "+r"(a1), [b0] "+r"(b0), [b1] "+r"(b1), [x] "+r"(x), [w] "+r"(w), [n] "+r"(n),
-          [w0] "=&r"(w0), [w1] "=&r"(w1), [e0] "=&r"(e0), [e1] "=&r"(e1), [p] "=&r"(p), [q] "=&r"(q)
-        :
-        : "cc", "memory");
-    acc[0] = a0; acc[1] = a1; acc[2] = b0; acc[3] = b1;
+    return ecc_dsp_out(2 * acc, mult, (sk >> (8 * which)) & 0xFF, sk >> 16, lo, hi, mode);
 }
 
-/* One GEMM pass over all output channels for two q15 columns (interleaved, `groups` 4-k groups)
- * whose outputs go to out_a and out_b (out_c int8 each). bias and rq per channel. */
-static inline void ecc_dsp_gemm_2col(const int32_t *cols, int32_t groups, const int8_t *w, const int32_t *bias,
-                                     const int32_t *rq, int32_t out_c, int32_t lo, int32_t hi,
-                                     int8_t *out_a, int8_t *out_b)
+/* One GEMM pass over all output channels for two q15 columns (interleaved; `groups` 4-k groups,
+ * even and >= 2: K is zero-padded to a multiple of 8, the values of a padding group in the columns
+ * do not matter); outputs of column A at out_a, of column B at out_a + ob. */
+static inline __attribute__((always_inline)) void ecc_dsp_gemm_2col(
+    const int32_t *cols, int32_t groups, const int8_t *w, int32_t lo, int32_t hi, int32_t out_c, int8_t *out_a,
+    int32_t ob, const int mode)
 {
-    const int32_t full = lo == -128 && hi == 127;
-    int32_t oc;
-    for (oc = 0; oc + 2 <= out_c; oc += 2) {
-        /* acc layout for ecc_dsp_mac_2x2: {row0 colA, row1 colA, row0 colB, row1 colB} */
-        int32_t acc[4];
-        const int32_t *x = cols;
-        acc[0] = acc[2] = bias[oc];
-        acc[1] = acc[3] = bias[oc + 1];
-        if (groups >= 2) {
-            ecc_dsp_mac_2x2(acc, x, w, groups >> 1);
-            x += (groups & ~1) * 4;
-            w += (groups & ~1) * 8;
+    int32_t pairs = out_c >> 1;
+    int8_t *oa = out_a;
+    if (mode != ECC_DSP_CLAMP && pairs > 0) {
+        int32_t a0, a1, b0, b1, x, n, t0, t1, t2, t3, t4, t5;
+        struct { const int32_t *cols; int32_t nh, ob, pairs; } m = {cols, groups >> 1, ob, pairs};
+        if (mode == ECC_DSP_RELU) {
+            ECC_DSP_GEMM_PAIRS(ECC_DSP_OUT_RELU);
+        } else {
+            ECC_DSP_GEMM_PAIRS(ECC_DSP_OUT_FULL);
         }
-        if (groups & 1) {
+        pairs = 0;
+    }
+    for (; pairs > 0; --pairs, oa += 2) { /* CLAMP: the same walk in C */
+        const int32_t *r = (const int32_t *)(const void *)w;
+        const int32_t *x = cols;
+        int32_t a0 = r[0], a1 = r[1], b0 = r[0], b1 = r[1], g;
+        w += 8;
+        for (g = 0; g < groups; ++g, w += 8, x += 4) {
             const int32_t w0 = ecc_dsp_ld4(w), w1 = ecc_dsp_ld4(w + 4);
             const int32_t e0 = __sxtb16(w0), o0 = ecc_dsp_sxtb16_ror8(w0);
             const int32_t e1 = __sxtb16(w1), o1 = ecc_dsp_sxtb16_ror8(w1);
-            acc[0] = __smlad(e0, x[0], __smlad(o0, x[1], acc[0]));
-            acc[1] = __smlad(e1, x[0], __smlad(o1, x[1], acc[1]));
-            acc[2] = __smlad(e0, x[2], __smlad(o0, x[3], acc[2]));
-            acc[3] = __smlad(e1, x[2], __smlad(o1, x[3], acc[3]));
-            w += 8;
+            a0 = __smlad(e0, x[0], __smlad(o0, x[1], a0));
+            a1 = __smlad(e1, x[0], __smlad(o1, x[1], a1));
+            b0 = __smlad(e0, x[2], __smlad(o0, x[3], b0));
+            b1 = __smlad(e1, x[2], __smlad(o1, x[3], b1));
         }
-        out_a[oc] = ecc_dsp_clamp(ecc_dsp_requant(acc[0], rq[0], rq[1], rq[2]), lo, hi, full);
-        out_b[oc] = ecc_dsp_clamp(ecc_dsp_requant(acc[2], rq[0], rq[1], rq[2]), lo, hi, full);
-        out_a[oc + 1] = ecc_dsp_clamp(ecc_dsp_requant(acc[1], rq[3], rq[4], rq[5]), lo, hi, full);
-        out_b[oc + 1] = ecc_dsp_clamp(ecc_dsp_requant(acc[3], rq[3], rq[4], rq[5]), lo, hi, full);
-        rq += 6;
+        r = (const int32_t *)(const void *)w;
+        w += 12;
+        oa[0] = ecc_dsp_out_sk(a0, r[0], r[2], 0, lo, hi, mode);
+        oa[ob] = ecc_dsp_out_sk(b0, r[0], r[2], 0, lo, hi, mode);
+        oa[1] = ecc_dsp_out_sk(a1, r[1], r[2], 1, lo, hi, mode);
+        oa[ob + 1] = ecc_dsp_out_sk(b1, r[1], r[2], 1, lo, hi, mode);
     }
-    if (oc < out_c) { /* odd last row: 4 bytes per group */
-        int32_t a = bias[oc], b = a, g;
+    if (out_c & 1) { /* odd last row: bias, 4 bytes per group, mult, sk */
         const int32_t *x = cols;
+        int32_t a = ecc_dsp_ld4(w), b = a, g;
+        w += 4;
         for (g = 0; g < groups; ++g, w += 4, x += 4) {
             const int32_t w0 = ecc_dsp_ld4(w);
             const int32_t e0 = __sxtb16(w0), o0 = ecc_dsp_sxtb16_ror8(w0);
             a = __smlad(e0, x[0], __smlad(o0, x[1], a));
             b = __smlad(e0, x[2], __smlad(o0, x[3], b));
         }
-        out_a[oc] = ecc_dsp_clamp(ecc_dsp_requant(a, rq[0], rq[1], rq[2]), lo, hi, full);
-        out_b[oc] = ecc_dsp_clamp(ecc_dsp_requant(b, rq[0], rq[1], rq[2]), lo, hi, full);
+        oa[0] = ecc_dsp_out_sk(a, ecc_dsp_ld4(w), ecc_dsp_ld4(w + 4), 0, lo, hi, mode);
+        oa[ob] = ecc_dsp_out_sk(b, ecc_dsp_ld4(w), ecc_dsp_ld4(w + 4), 0, lo, hi, mode);
     }
 }
 
 /* The same for one q15 column (slot A of the interleaved buffer; slot B is not read). */
-static inline void ecc_dsp_gemm_1col(const int32_t *cols, int32_t groups, const int8_t *w, const int32_t *bias,
-                                     const int32_t *rq, int32_t out_c, int32_t lo, int32_t hi, int8_t *out)
+static inline __attribute__((always_inline)) void ecc_dsp_gemm_1col(
+    const int32_t *cols, int32_t groups, const int8_t *w, int32_t lo, int32_t hi, int32_t out_c, int8_t *out,
+    const int mode)
 {
-    const int32_t full = lo == -128 && hi == 127;
     int32_t oc, g;
     for (oc = 0; oc + 2 <= out_c; oc += 2) {
-        int32_t a0 = bias[oc], a1 = bias[oc + 1];
         const int32_t *x = cols;
+        int32_t a0 = ecc_dsp_ld4(w), a1 = ecc_dsp_ld4(w + 4);
+        w += 8;
         for (g = 0; g < groups; ++g, w += 8, x += 4) {
             const int32_t w0 = ecc_dsp_ld4(w), w1 = ecc_dsp_ld4(w + 4);
             a0 = __smlad(__sxtb16(w0), x[0], __smlad(ecc_dsp_sxtb16_ror8(w0), x[1], a0));
             a1 = __smlad(__sxtb16(w1), x[0], __smlad(ecc_dsp_sxtb16_ror8(w1), x[1], a1));
         }
-        out[oc] = ecc_dsp_clamp(ecc_dsp_requant(a0, rq[3 * oc], rq[3 * oc + 1], rq[3 * oc + 2]), lo, hi, full);
-        out[oc + 1] = ecc_dsp_clamp(ecc_dsp_requant(a1, rq[3 * oc + 3], rq[3 * oc + 4], rq[3 * oc + 5]), lo, hi, full);
+        out[oc] = ecc_dsp_out_sk(a0, ecc_dsp_ld4(w), ecc_dsp_ld4(w + 8), 0, lo, hi, mode);
+        out[oc + 1] = ecc_dsp_out_sk(a1, ecc_dsp_ld4(w + 4), ecc_dsp_ld4(w + 8), 1, lo, hi, mode);
+        w += 12;
     }
     if (oc < out_c) {
-        int32_t a0 = bias[oc];
         const int32_t *x = cols;
+        int32_t a0 = ecc_dsp_ld4(w);
+        w += 4;
         for (g = 0; g < groups; ++g, w += 4, x += 4) {
             const int32_t w0 = ecc_dsp_ld4(w);
             a0 = __smlad(__sxtb16(w0), x[0], __smlad(ecc_dsp_sxtb16_ror8(w0), x[1], a0));
         }
-        out[oc] = ecc_dsp_clamp(ecc_dsp_requant(a0, rq[3 * oc], rq[3 * oc + 1], rq[3 * oc + 2]), lo, hi, full);
+        out[oc] = ecc_dsp_out_sk(a0, ecc_dsp_ld4(w), ecc_dsp_ld4(w + 4), 0, lo, hi, mode);
     }
 }
 
 /* ---- depthwise: four channels per step, lanes (c0, c2) and (c1, c3) ---- */
 
-/* Widen the weights of the first n channels (n % 4 == 0) into scratch: [quad][tap] ->
- * {(w0, w2), (w1, w3)}. weights are [taps][out_c] int8. */
+/* Widen the weights of the first n channels (n % 4 == 0), doubled (the accumulators hold 2 acc),
+ * into scratch: [quad][tap] -> {(2 w0, 2 w2), (2 w1, 2 w3)}. weights are [taps][out_c] int8. */
 static inline void ecc_dsp_dw_widen_weights(const int8_t *weights, int32_t taps, int32_t out_c, int32_t n,
                                             int32_t *ws)
 {
     int32_t q, t;
     for (q = 0; q < n; q += 4) {
         for (t = 0; t < taps; ++t, ws += 2) {
-            ecc_dsp_q15x4(ecc_dsp_ld4(weights + t * out_c + q), ws);
+            const int32_t v = ecc_dsp_ld4(weights + t * out_c + q);
+            const int32_t e = __sxtb16(v), o = ecc_dsp_sxtb16_ror8(v);
+            ws[0] = __sadd16(e, e);
+            ws[1] = __sadd16(o, o);
         }
     }
 }
 
-/* a0..a3 (channels c0..c3, scalars in the caller) += x4 (one int8 per channel) * the widened
- * weights wq of one tap. A macro so the accumulators stay in registers. */
-#define ECC_DSP_DW_TAP(x4, wq)                                   \
-    do {                                                         \
-        const int32_t xv_ = (x4);                                \
-        const int32_t xe_ = __sxtb16(xv_);                       \
-        const int32_t xo_ = ecc_dsp_sxtb16_ror8(xv_);            \
-        a0 = __smlabb(xe_, (wq)[0], a0);                         \
-        a2 = __smlatt(xe_, (wq)[0], a2);                         \
-        a1 = __smlabb(xo_, (wq)[1], a1);                         \
-        a3 = __smlatt(xo_, (wq)[1], a3);                         \
+/* a0..a3 (channels c0..c3, scalars of the caller) += the q15 pair {xe, xo} of one tap times the
+ * widened weights wq. A macro so the accumulators stay in registers. */
+#define ECC_DSP_DW_MAC(xe, xo, wq)          \
+    do {                                    \
+        const int32_t we_ = (wq)[0];        \
+        const int32_t wo_ = (wq)[1];        \
+        a0 = __smlabb((xe), we_, a0);       \
+        a2 = __smlatt((xe), we_, a2);       \
+        a1 = __smlabb((xo), wo_, a1);       \
+        a3 = __smlatt((xo), wo_, a3);       \
     } while (0)
 
-/* requantize, clamp and store four consecutive channels */
-static inline void ecc_dsp_store4(int32_t a0, int32_t a1, int32_t a2, int32_t a3, const int32_t *rq, int32_t lo,
-                                  int32_t hi, int32_t full, int8_t *out)
+/* the same from four int8 (one per channel) */
+#define ECC_DSP_DW_TAP(x4, wq)                                           \
+    do {                                                                 \
+        const int32_t xv_ = (x4);                                        \
+        ECC_DSP_DW_MAC(__sxtb16(xv_), ecc_dsp_sxtb16_ror8(xv_), (wq));   \
+    } while (0)
+
+/* One tap of ecc_dsp_dw3_mac: q15 pair at [x, #xo], widened weights at [w, #wo]. */
+#define ECC_DSP_DW3_TAP(x, xo, wo) \
+    "ldrd %[p], %[q], [%[" x "], #" xo "]\n\t" \
+    "ldrd %[u], %[v], [%[w], #" wo "]\n\t" \
+    "smlabb %[a0], %[p], %[u], %[a0]\n\t" \
+    "smlatt %[a2], %[p], %[u], %[a2]\n\t" \
+    "smlabb %[a1], %[q], %[v], %[a1]\n\t" \
+    "smlatt %[a3], %[q], %[v], %[a3]\n\t"
+
+/* a0..a3 += the 3x3 window of one channel quad: rows row0..row2 of widened input ([column][2 words],
+ * three consecutive columns), widened weights wts ([9 taps][2 words]). Assembly: GCC spills the
+ * 36 loads of this block otherwise. */
+#define ECC_DSP_DW3_MAC(row0, row1, row2, wts)                                                                  \
+    do {                                                                                                 \
+        int32_t p_, q_, u_, v_;                                                                          \
+        __asm__(ECC_DSP_DW3_TAP("x0", "0", "0") ECC_DSP_DW3_TAP("x0", "8", "8") ECC_DSP_DW3_TAP("x0", "16", "16") \
+                ECC_DSP_DW3_TAP("x1", "0", "24") ECC_DSP_DW3_TAP("x1", "8", "32") ECC_DSP_DW3_TAP("x1", "16", "40") \
+                ECC_DSP_DW3_TAP("x2", "0", "48") ECC_DSP_DW3_TAP("x2", "8", "56") ECC_DSP_DW3_TAP("x2", "16", "64") \
+                : [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [a3] "+r"(a3), [p] "=&r"(p_), [q] "=&r"(q_),      \
+                  [u] "=&r"(u_), [v] "=&r"(v_)                                                           \
+                : [x0] "r"(row0), [x1] "r"(row1), [x2] "r"(row2), [w] "r"(wts),                           \
+                  "m"(*(const int32_t(*)[18])(wts)), "m"(*(const int32_t(*)[6])(row0)),                  \
+                  "m"(*(const int32_t(*)[6])(row1)), "m"(*(const int32_t(*)[6])(row2))); \
+    } while (0)
+
+/* requantize, clamp and store four consecutive channels (a* = 2 acc) */
+static inline __attribute__((always_inline)) void ecc_dsp_store4(
+    int32_t a0, int32_t a1, int32_t a2, int32_t a3, const int32_t *mult, const int8_t *shift, int32_t k,
+    int32_t lo, int32_t hi, int8_t *out, const int mode)
 {
-    out[0] = ecc_dsp_clamp(ecc_dsp_requant(a0, rq[0], rq[1], rq[2]), lo, hi, full);
-    out[1] = ecc_dsp_clamp(ecc_dsp_requant(a1, rq[3], rq[4], rq[5]), lo, hi, full);
-    out[2] = ecc_dsp_clamp(ecc_dsp_requant(a2, rq[6], rq[7], rq[8]), lo, hi, full);
-    out[3] = ecc_dsp_clamp(ecc_dsp_requant(a3, rq[9], rq[10], rq[11]), lo, hi, full);
+    out[0] = ecc_dsp_out(a0, mult[0], shift[0], k, lo, hi, mode);
+    out[1] = ecc_dsp_out(a1, mult[1], shift[1], k, lo, hi, mode);
+    out[2] = ecc_dsp_out(a2, mult[2], shift[2], k, lo, hi, mode);
+    out[3] = ecc_dsp_out(a3, mult[3], shift[3], k, lo, hi, mode);
 }
 
 #endif /* ECC_DSP_H */

@@ -1,15 +1,20 @@
 /* edgecc DSP int8 kernel prototypes (Cortex-M4/M7/M33, ACLE DSP). Chosen per node by the compiler
- * (the `variants` of the op modules in toolchain/ops/); each one is bit-exact with its portable counterpart.
+ * (the `variants` of the op modules in toolchain/ops/); each one is bit-exact with its portable
+ * counterpart.
  *
  * Differences from ecc_kernels.h, all prepared offline by toolchain/ops/packing.py:
- * - input_zp instead of input_offset: the offset is folded into `bias` (bias + offset * sum(w)),
+ * - input_zp instead of input_offset: the offset is folded into the bias (bias + offset * sum(w)),
  *   so padded taps read the zero point;
- * - rq: per output channel {mult, c, e1} (ecc_dsp_requant) instead of out_mult/out_shift and the
- *   output offset;
- * - GEMM weights (conv2d, conv2d_1x1, fully_connected) re-packed: `groups` 4-k groups per row,
- *   output channels in interleaved pairs (ecc_dsp.h); depthwise weights keep their layout.
+ * - requantization (ecc_dsp_out in ecc_dsp.h): k = 2 * output_offset + 1, the clamp, and per output
+ *   channel an int32 multiplier and a shift. One entry point per mode: `_relu` for layers whose
+ *   output range is [-128, 127] with zero point -128 (their shift is one less), plain for the range
+ *   [-128, 127], `_clamp` for any other range;
+ * - GEMM kernels (conv2d, conv2d_1x1, fully_connected): `weights` is one blob read front to back,
+ *   per pair of output channels the folded biases, the two rows interleaved per 4-k group (`groups`
+ *   groups, even), the multipliers and shifts and k (ecc_dsp.h); depthwise kernels keep the weight
+ *   layout and take the bias (doubled), mult, shift and out_k as arrays and a literal.
  * Argument order as everywhere: scratch, params, quant, input dims, input, weight dims, weights,
- * bias, output dims, output. Scratch sizes: toolchain/ops/packing.py.
+ * bias, output dims, output. Scratch sizes: the ops' dsp_plan (toolchain/ops/).
  */
 #ifndef ECC_DSP_KERNELS_H
 #define ECC_DSP_KERNELS_H
@@ -18,36 +23,115 @@
 
 int ecc_dsp_conv2d_s8(int8_t *scratch,
     int32_t stride_h, int32_t stride_w, int32_t pad_top, int32_t pad_left, int32_t dilation_h, int32_t dilation_w,
-    int32_t input_zp, int32_t act_min, int32_t act_max, const int32_t *rq,
+    int32_t input_zp, int32_t act_min, int32_t act_max,
     int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, const int8_t *input,
-    int32_t k_h, int32_t k_w, int32_t groups, const int8_t *weights, const int32_t *bias,
+    int32_t k_h, int32_t k_w, int32_t groups, const int8_t *weights,
+    int32_t out_h, int32_t out_w, int32_t out_c, int8_t *output);
+
+int ecc_dsp_conv2d_clamp_s8(int8_t *scratch,
+    int32_t stride_h, int32_t stride_w, int32_t pad_top, int32_t pad_left, int32_t dilation_h, int32_t dilation_w,
+    int32_t input_zp, int32_t act_min, int32_t act_max,
+    int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, const int8_t *input,
+    int32_t k_h, int32_t k_w, int32_t groups, const int8_t *weights,
+    int32_t out_h, int32_t out_w, int32_t out_c, int8_t *output);
+
+int ecc_dsp_conv2d_relu_s8(int8_t *scratch,
+    int32_t stride_h, int32_t stride_w, int32_t pad_top, int32_t pad_left, int32_t dilation_h, int32_t dilation_w,
+    int32_t input_zp, int32_t act_min, int32_t act_max,
+    int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, const int8_t *input,
+    int32_t k_h, int32_t k_w, int32_t groups, const int8_t *weights,
     int32_t out_h, int32_t out_w, int32_t out_c, int8_t *output);
 
 int ecc_dsp_conv2d_1x1_s8(int8_t *scratch,
     int32_t stride_h, int32_t stride_w,
-    int32_t act_min, int32_t act_max, const int32_t *rq,
+    int32_t act_min, int32_t act_max,
     int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, const int8_t *input,
-    int32_t groups, const int8_t *weights, const int32_t *bias,
+    int32_t groups, const int8_t *weights,
+    int32_t out_h, int32_t out_w, int32_t out_c, int8_t *output);
+
+int ecc_dsp_conv2d_1x1_clamp_s8(int8_t *scratch,
+    int32_t stride_h, int32_t stride_w,
+    int32_t act_min, int32_t act_max,
+    int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, const int8_t *input,
+    int32_t groups, const int8_t *weights,
+    int32_t out_h, int32_t out_w, int32_t out_c, int8_t *output);
+
+int ecc_dsp_conv2d_1x1_relu_s8(int8_t *scratch,
+    int32_t stride_h, int32_t stride_w,
+    int32_t act_min, int32_t act_max,
+    int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, const int8_t *input,
+    int32_t groups, const int8_t *weights,
     int32_t out_h, int32_t out_w, int32_t out_c, int8_t *output);
 
 int ecc_dsp_depthwise_conv2d_s8(int8_t *scratch,
     int32_t stride_h, int32_t stride_w, int32_t pad_top, int32_t pad_left, int32_t dilation_h, int32_t dilation_w,
-    int32_t depth_multiplier, int32_t input_zp, int32_t act_min, int32_t act_max, const int32_t *rq,
+    int32_t depth_multiplier, int32_t input_zp, int32_t out_k, int32_t act_min, int32_t act_max,
+    const int32_t *mult, const int8_t *shift,
+    int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, const int8_t *input,
+    int32_t k_h, int32_t k_w, const int8_t *weights, const int32_t *bias,
+    int32_t out_h, int32_t out_w, int32_t out_c, int8_t *output);
+
+int ecc_dsp_depthwise_conv2d_clamp_s8(int8_t *scratch,
+    int32_t stride_h, int32_t stride_w, int32_t pad_top, int32_t pad_left, int32_t dilation_h, int32_t dilation_w,
+    int32_t depth_multiplier, int32_t input_zp, int32_t out_k, int32_t act_min, int32_t act_max,
+    const int32_t *mult, const int8_t *shift,
+    int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, const int8_t *input,
+    int32_t k_h, int32_t k_w, const int8_t *weights, const int32_t *bias,
+    int32_t out_h, int32_t out_w, int32_t out_c, int8_t *output);
+
+int ecc_dsp_depthwise_conv2d_relu_s8(int8_t *scratch,
+    int32_t stride_h, int32_t stride_w, int32_t pad_top, int32_t pad_left, int32_t dilation_h, int32_t dilation_w,
+    int32_t depth_multiplier, int32_t input_zp, int32_t out_k, int32_t act_min, int32_t act_max,
+    const int32_t *mult, const int8_t *shift,
     int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, const int8_t *input,
     int32_t k_h, int32_t k_w, const int8_t *weights, const int32_t *bias,
     int32_t out_h, int32_t out_w, int32_t out_c, int8_t *output);
 
 int ecc_dsp_depthwise_conv2d_3x3_s8(int8_t *scratch,
     int32_t stride_h, int32_t stride_w, int32_t pad_top, int32_t pad_left,
-    int32_t input_zp, int32_t act_min, int32_t act_max, const int32_t *rq,
+    int32_t input_zp, int32_t out_k, int32_t act_min, int32_t act_max, const int32_t *mult, const int8_t *shift,
+    int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, const int8_t *input,
+    const int8_t *weights, const int32_t *bias,
+    int32_t out_h, int32_t out_w, int32_t out_c, int8_t *output);
+
+int ecc_dsp_depthwise_conv2d_3x3_clamp_s8(int8_t *scratch,
+    int32_t stride_h, int32_t stride_w, int32_t pad_top, int32_t pad_left,
+    int32_t input_zp, int32_t out_k, int32_t act_min, int32_t act_max, const int32_t *mult, const int8_t *shift,
+    int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, const int8_t *input,
+    const int8_t *weights, const int32_t *bias,
+    int32_t out_h, int32_t out_w, int32_t out_c, int8_t *output);
+
+int ecc_dsp_depthwise_conv2d_3x3_relu_s8(int8_t *scratch,
+    int32_t stride_h, int32_t stride_w, int32_t pad_top, int32_t pad_left,
+    int32_t input_zp, int32_t out_k, int32_t act_min, int32_t act_max, const int32_t *mult, const int8_t *shift,
     int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, const int8_t *input,
     const int8_t *weights, const int32_t *bias,
     int32_t out_h, int32_t out_w, int32_t out_c, int8_t *output);
 
 int ecc_dsp_fully_connected_s8(int8_t *scratch,
-    int32_t act_min, int32_t act_max, const int32_t *rq,
+    int32_t act_min, int32_t act_max,
     int32_t batches, int32_t in_depth, const int8_t *input,
-    int32_t groups, const int8_t *weights, const int32_t *bias,
+    int32_t groups, const int8_t *weights,
     int32_t out_depth, int8_t *output);
+
+/* same arguments as ecc_add_s8; scratch: 2 KB (two tables of 256 int32) */
+int ecc_dsp_add_s8(int8_t *scratch,
+    int32_t input1_offset, int32_t input1_mult, int32_t input1_shift,
+    int32_t input2_offset, int32_t input2_mult, int32_t input2_shift, int32_t left_shift,
+    int32_t output_offset, int32_t output_mult, int32_t output_shift, int32_t act_min, int32_t act_max,
+    int32_t size, const int8_t *input1, const int8_t *input2, int8_t *output);
+
+/* same arguments as ecc_avg_pool2d_s8 (windows of at most 255 cells) and ecc_max_pool2d_s8 */
+int ecc_dsp_avg_pool2d_s8(int8_t *scratch,
+    int32_t stride_h, int32_t stride_w, int32_t pad_top, int32_t pad_left, int32_t k_h, int32_t k_w,
+    int32_t count_include_pad, int32_t pad_bottom, int32_t pad_right, int32_t pad_value, int32_t act_min, int32_t act_max,
+    int32_t batches, int32_t in_h, int32_t in_w, int32_t channels, const int8_t *input,
+    int32_t out_h, int32_t out_w, int8_t *output);
+
+int ecc_dsp_max_pool2d_s8(int8_t *scratch,
+    int32_t stride_h, int32_t stride_w, int32_t pad_top, int32_t pad_left, int32_t k_h, int32_t k_w,
+    int32_t act_min, int32_t act_max,
+    int32_t batches, int32_t in_h, int32_t in_w, int32_t channels, const int8_t *input,
+    int32_t out_h, int32_t out_w, int8_t *output);
 
 #endif /* ECC_DSP_KERNELS_H */

@@ -52,12 +52,12 @@ int ecc_model_run(const int8_t *input0, int8_t *output0)
 
     /* op 6: /pool2/AveragePool_output_0 (AveragePool2D) */
     ECC_OP_BEGIN(6);
-    status |= ecc_avg_pool2d_s8(NULL, 2, 2, 0, 0, 2, 2, 1, -128, 127, 1, 4, 4, 16, (a + 256), 2, 2, (a + 0));
+    status |= ecc_avg_pool2d_s8(NULL, 2, 2, 0, 0, 2, 2, 1, 0, 0, -128, -128, 127, 1, 4, 4, 16, (a + 256), 2, 2, (a + 0));
     ECC_OP_END(6);
 
     /* op 7: /gap/GlobalAveragePool_output_0 (AveragePool2D) */
     ECC_OP_BEGIN(7);
-    status |= ecc_avg_pool2d_s8(NULL, 1, 1, 0, 0, 2, 2, 0, -128, 127, 1, 2, 2, 16, (a + 0), 1, 1, (a + 64));
+    status |= ecc_avg_pool2d_s8(NULL, 1, 1, 0, 0, 2, 2, 0, 0, 0, 0, -128, 127, 1, 2, 2, 16, (a + 0), 1, 1, (a + 64));
     ECC_OP_END(7);
 
     /* op 8: /fc/Gemm_output_0 (FullyConnected) */

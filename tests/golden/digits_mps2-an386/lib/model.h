@@ -6,7 +6,7 @@
 #include <stdint.h>
 
 /* Static arena owned by the library: activations and scratch, planned at build time. */
-#define ECC_ARENA_SIZE 768u /* bytes */
+#define ECC_ARENA_SIZE 1568u /* bytes */
 #define ECC_ARENA_ALIGNMENT 16u /* bytes */
 #define ECC_NUM_OPS 10
 

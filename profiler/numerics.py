@@ -1,0 +1,113 @@
+"""Per-op numeric error of the int8 graph against its float reference, two ways:
+
+* cumulative: the op's int8 output as the int8 graph computes it (errors of every op before it
+  included), dequantized, against the float graph's value of the same tensor;
+* isolated: the op alone, fed its float-reference inputs quantized with the int8 graph's input
+  parameters; ranks the ops by how much quantizing each one hurts by itself.
+
+Both as SQNR (dB) and max abs error in LSB of the op's output scale, over the verification
+samples (the first `max_samples`). Tensors are matched by name and shape between the graphs
+(passes run before quantization, so they agree); an op without a float counterpart gets None.
+Not here: the float reference itself (the caller passes the graphs), or the board's outputs.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from toolchain.interpret import interpret
+from toolchain.ir import DType, Graph
+from toolchain.ops.registry import opdef
+
+MAX_SAMPLES = 32  # enough for a stable per-layer SQNR, cheap enough for ResNet-8 (about 3 s)
+
+
+@dataclass
+class _Acc:
+    """Running sums of one op over samples."""
+
+    signal: float = 0.0
+    noise: dict[str, float] = field(default_factory=lambda: {"cumulative": 0.0, "isolated": 0.0})
+    max_lsb: dict[str, float] = field(default_factory=lambda: {"cumulative": 0.0, "isolated": 0.0})
+    seen: set[str] = field(default_factory=set)
+
+    def add(self, way: str, ref: np.ndarray, approx: np.ndarray, scale: float) -> None:
+        err = approx.astype(np.float64) - ref
+        self.noise[way] += float(np.sum(err * err))
+        self.max_lsb[way] = max(self.max_lsb[way], float(np.max(np.abs(err))) / scale if err.size else 0.0)
+        self.seen.add(way)
+
+
+def _sqnr(signal: float, noise: float) -> float | None:
+    """10 log10(signal/noise) in dB; None when either is zero (exact, or a silent reference)."""
+    return round(10.0 * float(np.log10(signal / noise)), 3) if signal > 0 and noise > 0 else None
+
+
+def _isolated_inputs(node: Any, g8: Graph, fenv: Mapping[str, np.ndarray]) -> list[np.ndarray | None] | None:
+    """The op's inputs for the isolated run: constants as in the int8 graph, activations = float
+    reference values quantized with the int8 tensor's parameters; None if one has no counterpart."""
+    ins: list[np.ndarray | None] = []
+    for name in node.inputs:
+        if not name:
+            ins.append(None)
+            continue
+        t = g8.t(name)
+        if t.is_const:
+            ins.append(t.data)
+        elif name in fenv and fenv[name].shape == t.shape and t.quant is not None and t.dtype == DType.INT8:
+            ins.append(t.quant.quantize(fenv[name]))
+        else:
+            return None
+    return ins
+
+
+def op_numerics(graph_f32: Graph, graph_s8: Graph, float_inputs: Mapping[str, np.ndarray],
+                int8_inputs: Mapping[str, np.ndarray], max_samples: int = MAX_SAMPLES,
+                int8_envs: Sequence[Mapping[str, np.ndarray]] = ()) -> dict[str, Any]:
+    """{"samples": S, "ops": {node name: {sqnr_db_isolated, sqnr_db_cumulative, max_abs_err_lsb,
+    max_abs_err_lsb_isolated}}} for every executed (non-view) op of graph_s8.
+
+    float_inputs / int8_inputs: graph input name -> [samples, *shape]; `int8_envs` may hold the
+    interpret(graph_s8, ..., keep_all=True) environments already computed for the first samples.
+    """
+    n = min(max_samples, len(next(iter(int8_inputs.values()))))
+    nodes = [nd for nd in graph_s8.nodes if not opdef(nd).is_view]
+    acc = {nd.name: _Acc() for nd in nodes}
+    for i in range(n):
+        fenv = interpret(graph_f32, {k: v[i] for k, v in float_inputs.items()}, keep_all=True)
+        qenv = int8_envs[i] if i < len(int8_envs) else \
+            interpret(graph_s8, {k: v[i] for k, v in int8_inputs.items()}, keep_all=True)
+        for nd in nodes:
+            out, t = nd.outputs[0], graph_s8.t(nd.outputs[0])
+            ref = fenv.get(out)
+            if ref is None or ref.shape != t.shape or t.quant is None or t.quant.is_per_channel:
+                continue
+            ref = ref.astype(np.float64)
+            a = acc[nd.name]
+            a.signal += float(np.sum(ref * ref))
+            a.add("cumulative", ref, t.quant.dequantize(qenv[out]), t.quant.s)
+            ins = _isolated_inputs(nd, graph_s8, fenv)
+            if ins is not None:
+                iso = opdef(nd).reference_s8(nd, graph_s8, ins)[0]
+                a.add("isolated", ref, t.quant.dequantize(iso), t.quant.s)
+    ops = {}
+    for name, a in acc.items():
+        def way(w: str, a: _Acc = a) -> tuple[float | None, float | None]:
+            return (_sqnr(a.signal, a.noise[w]), round(a.max_lsb[w], 3)) if w in a.seen else (None, None)
+        (iso_db, iso_lsb), (cum_db, cum_lsb) = way("isolated"), way("cumulative")
+        ops[name] = {"sqnr_db_isolated": iso_db, "sqnr_db_cumulative": cum_db, "max_abs_err_lsb": cum_lsb,
+                     "max_abs_err_lsb_isolated": iso_lsb}
+    return {"samples": n, "ops": ops}
+
+
+def worst_isolated(ops: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
+    """The report op with the largest isolated error (lowest isolated SQNR), or None."""
+    rated = [o for o in ops if o.get("sqnr_db_isolated") is not None]
+    if not rated:
+        return None
+    o = min(rated, key=lambda o: o["sqnr_db_isolated"])
+    return {"index": o["index"], "name": o["name"], "op_type": o["op_type"], "sqnr_db_isolated": o["sqnr_db_isolated"],
+            "sqnr_db_cumulative": o.get("sqnr_db_cumulative")}

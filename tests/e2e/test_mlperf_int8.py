@@ -1,0 +1,108 @@
+"""Issue 4, "Done when": the four MLPerf Tiny int8 .tflite models (their own quantization, no
+re-quantization) run on mps2-an386 with report.verification.tflm_bit_exact true on every sample (the
+board's outputs equal TensorFlow Lite Micro's), bit-exact with our interpreter too; and on
+mps3-an547, aarch64 and host with the same outputs.
+
+Default suite: mps2-an386, the first 20 CIFAR images (ResNet-8) and 10 VWW images; DS-CNN and the
+autoencoder on their 10 seeded random samples (tests/models/data). Under EDGECC_SLOW=1 (or -m slow):
+every image of the YAML's data (200 CIFAR, 300 VWW) and the other three boards:
+
+    EDGECC_SLOW=1 /work/venv/bin/python -m pytest -q tests/e2e/test_mlperf_int8.py
+"""
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+from e2e_helpers import Job, finish
+
+MODELS_DIR = Path(__file__).resolve().parents[1] / "models"
+SHARED = MODELS_DIR.parents[2] / "shared"
+MODELS = ["ic_resnet8_int8", "vww_mobilenet_int8", "kws_dscnn_int8", "ad_autoencoder_int8"]
+# samples of the default suite (None: the YAML's data as it is) and of the full run
+SAMPLES = {"ic_resnet8_int8": (20, 200), "vww_mobilenet_int8": (10, 300), "kws_dscnn_int8": (None, 10),
+           "ad_autoencoder_int8": (None, 10)}
+DEFAULT_BOARDS = ["mps2-an386"]
+SLOW_BOARDS = ["mps3-an547", "aarch64", "host"]
+
+
+def _slow(config: pytest.Config) -> bool:
+    expr = (config.getoption("markexpr", "") or "").replace(" ", "")
+    return os.environ.get("EDGECC_SLOW") == "1" or ("slow" in expr and "notslow" not in expr)
+
+
+def _subset(model: str, n: int, where: Path) -> Path:
+    """The first n samples of the model's YAML data, written under `where`."""
+    if model.startswith("ic_"):
+        images = np.load(SHARED / "data" / "cifar10_calib_200.npz")["images"][:n]
+        path = where / "cifar_subset.npy"
+        np.save(path, images)
+        return path
+    folder = where / "vww_subset"
+    folder.mkdir(exist_ok=True)
+    for f in sorted((SHARED / "data" / "vww_calib").glob("*.jpg"))[:n]:
+        shutil.copy(f, folder / f.name)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def int8_run(tmp_path_factory, edgecc, need_board, request):
+    """int8_run(model, board) -> Job of `edgecc run tests/models/MODEL.yaml --board BOARD` (cached)."""
+    pytest.importorskip("tflite_micro", reason="tflite-micro (the TFLM oracle) is not installed")
+    cache: dict[tuple[str, str], Job] = {}
+
+    def get(model: str, board: str) -> Job:
+        slow = _slow(request.config)
+        if board in SLOW_BOARDS and not slow:
+            pytest.skip(f"board {board}: set EDGECC_SLOW=1 (or -m slow) to run it")
+        need_board(board)
+        if (model, board) not in cache:
+            tmp = tmp_path_factory.mktemp(f"int8-{model}-{board}")
+            n = SAMPLES[model][1 if slow else 0]
+            extra = ["--verify", _subset(model, n, tmp)] if n is not None and n < SAMPLES[model][1] else []
+            with pytest.MonkeyPatch.context() as mp:
+                mp.delenv("EDGECC_DEBUG_FAULT_AT_OP", raising=False)
+                res = edgecc("run", MODELS_DIR / f"{model}.yaml", "--board", board, "--out", tmp / "out", "--quiet",
+                             *extra)
+            cache[(model, board)] = finish(res, tmp / "out")
+        return cache[(model, board)]
+
+    return get
+
+
+def _boards():
+    return [pytest.param(b, id=b) for b in DEFAULT_BOARDS] + [pytest.param(b, id=b, marks=pytest.mark.slow)
+                                                               for b in SLOW_BOARDS]
+
+
+@pytest.mark.parametrize("board", _boards())
+@pytest.mark.parametrize("model", MODELS)
+def test_bit_exact_with_tflm_on_every_sample(int8_run, model, board, request):
+    job = int8_run(model, board)
+    r = job.report
+    assert r is not None, f"no report.json; exit {job.code}; stderr:\n{job.err}"
+    v = r["verification"]
+    assert job.code == 0 and r["status"] == "pass", (r["status"], r["fault"], v["mismatches"], job.err)
+    want = SAMPLES[model][1 if _slow(request.config) else 0] or SAMPLES[model][1]
+    assert v["samples"] == want
+    assert v["bit_exact"] is True
+    assert v["tflm"]["error"] is None, v["tflm"]["error"]
+    assert v["tflm_bit_exact"] is True, v["tflm"]
+    assert v["tflm"]["mismatches"] is None and v["tflm"]["first_difference"] is None
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("model", MODELS)
+def test_every_board_gives_the_same_outputs(int8_run, model, request):
+    if not _slow(request.config):
+        pytest.skip("set EDGECC_SLOW=1 (or -m slow) to run the other boards")
+    outs = {}
+    for board in [*DEFAULT_BOARDS, *SLOW_BOARDS]:
+        job = int8_run(model, board)
+        assert job.report is not None and job.report["status"] == "pass", (board, job.err)
+        outs[board] = (job.out / "fw" / "outputs.bin").read_bytes()
+    first = outs[DEFAULT_BOARDS[0]]
+    assert all(o == first for o in outs.values()), {b: len(o) for b, o in outs.items()}

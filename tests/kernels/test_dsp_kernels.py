@@ -1,0 +1,112 @@
+"""Every dsp kernel entry point is bit-exact with the reference, on the Cortex-M4 (mps2-an386),
+M7 (mps2-an500) and M33 (mps2-an505) under QEMU: one test firmware per board runs all cases
+(CMSIS-NN conformance sets of the families the dsp kernels implement + seeded random cases), fed
+through a semihosting file; outputs, return codes and guard bytes after every output and scratch
+buffer (scratch_bytes is exact) come back in another. See dsp_harness.py and dsp_cases.py."""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+import dsp_cases
+import dsp_harness
+
+SETS = dsp_cases.conformance_sets()
+CASES = [c for fam, name in SETS for c in dsp_cases.conformance_cases(fam, name)] + dsp_cases.random_cases()
+
+
+def _need(board: str) -> None:
+    from targets import load_target
+    from targets.toolchain_check import missing_tools
+
+    missing = missing_tools(load_target(board))
+    if missing:
+        msg = f"board {board}: missing tools: {', '.join(missing)}"
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(msg)
+        pytest.skip(msg)
+
+
+_RESULTS: dict[str, list] = {}
+
+
+@pytest.fixture(scope="session")
+def results(tmp_path_factory):
+    """board -> per-case (rc, guards intact, output), one firmware build and one QEMU run per board."""
+    def get(board: str):
+        if board not in _RESULTS:
+            _need(board)
+            out = tmp_path_factory.mktemp(f"dsp_{board}")
+            _RESULTS[board] = dsp_harness.run(board, dsp_harness.build(board, out), CASES, out / "run")
+        return _RESULTS[board]
+    return get
+
+
+def test_cases_cover_every_entry_point():
+    """Each dsp entry point of ecc_dsp_kernels.h is exercised by at least one case."""
+    used = {c.function for c in CASES}
+    assert set(dsp_harness.prototypes()) <= used, set(dsp_harness.prototypes()) - used
+
+
+@pytest.mark.parametrize("family,name", SETS, ids=[s for _, s in SETS])
+def test_conformance_set_has_a_dsp_kernel(family, name):
+    """Every conformance set runs on at least one dsp entry point, except grouped convolution."""
+    cases = dsp_cases.conformance_cases(family, name)
+    d = dict(np.load(dsp_cases.CONF / f"{name}.npz"))
+    if family == "grouped_conv" and d["weights"].shape[3] != d["input"].shape[3]:
+        assert not cases  # the predicate rejects it; the portable kernel takes it
+        pytest.skip("grouped convolution (filter channels < input channels): no dsp kernel, portable only")
+    assert cases, f"{name}: no dsp entry point accepts this conformance set"
+
+
+@pytest.mark.parametrize("board", dsp_harness.BOARDS)
+@pytest.mark.parametrize("index", range(len(CASES)), ids=[c.name for c in CASES])
+def test_dsp_bit_exact(results, board, index):
+    rc, guards, got = results(board)[index]
+    c = CASES[index]
+    assert rc == 0, f"{c.function} returned {rc}"
+    assert guards, f"{c.function} wrote past its output or its scratch"
+    exp = np.frombuffer(c.expected, np.int8)
+    out = np.frombuffer(got, np.int8)
+    bad = np.flatnonzero(out != exp)
+    assert bad.size == 0, f"{c.function}: {bad.size}/{exp.size} outputs differ, first at {bad[0]}: " \
+                          f"got {out[bad[0]]}, want {exp[bad[0]]}"
+
+
+def test_minus_128_weights_are_rejected():
+    """BL-04: no dsp entry point accepts weights holding -128 (a variant pairing products in 16-bit
+    lanes must see weights in [-127, 127]); the same call with the -128 replaced is accepted."""
+    rng = np.random.default_rng(4)
+    x = rng.integers(-128, 128, (1, 5, 5, 8), dtype=np.int8)
+    w = rng.integers(-127, 128, (4, 3, 3, 8), dtype=np.int8)
+    k = dict(stride=(1, 1), pad=(1, 1), dilation=(1, 1), out_hw=(5, 5), input_offset=128, output_offset=-128,
+             out_mult=np.full(4, 1 << 30), out_shift=np.full(4, -12), act_min=-128, act_max=127)
+    y = np.zeros((1, 5, 5, 4), np.int8)
+    assert dsp_cases.conv_cases("ok", x, w, None, k, y)
+    w[2, 1, 1, 3] = -128
+    assert not dsp_cases.conv_cases("m128", x, w, None, k, y)
+    wd = rng.integers(-127, 128, (1, 3, 3, 8), dtype=np.int8)
+    kd = {**k, "depth_multiplier": 1, "out_mult": np.full(8, 1 << 30), "out_shift": np.full(8, -12)}
+    assert dsp_cases.depthwise_cases("ok", x, wd, None, kd, np.zeros((1, 5, 5, 8), np.int8))
+    wd[0, 0, 2, 5] = -128
+    assert not dsp_cases.depthwise_cases("m128", x, wd, None, kd, np.zeros((1, 5, 5, 8), np.int8))
+    wf = rng.integers(-127, 128, (3, 8), dtype=np.int8)
+    kf = dict(input_offset=1, filter_offset=0, output_offset=0, out_mult=[1 << 30], out_shift=[-10], act_min=-128,
+              act_max=127)
+    assert dsp_cases.fc_cases("ok", x[0, 0, :1], wf, None, kf, np.zeros((1, 3), np.int8))
+    wf[1, 1] = -128
+    assert not dsp_cases.fc_cases("m128", x[0, 0, :1], wf, None, kf, np.zeros((1, 3), np.int8))
+
+
+def test_kernels_have_no_static_data(results, tmp_path_factory):
+    """Kernels keep state in the arena scratch only: no .data/.bss in any dsp kernel object."""
+    import subprocess
+
+    results("mps2-an386")
+    objs = sorted(tmp_path_factory.getbasetemp().glob("dsp_mps2-an386*/fw/obj/*ecc_dsp_*.o"))
+    assert objs
+    for o in objs:
+        syms = subprocess.run(["arm-none-eabi-nm", str(o)], capture_output=True, text=True, check=True).stdout
+        assert not [ln for ln in syms.splitlines() if ln.split()[-2:-1] and ln.split()[-2] in "bBdDCgGsS"], o.name

@@ -1,0 +1,187 @@
+"""Quantized ONNX (QDQ: QuantizeLinear/DequantizeLinear around float ops; QLinearConv,
+QLinearMatMul; ConvInteger/MatMulInteger requantized by a following QuantizeLinear) -> the float IR
+of the model's core plus the model's own quantization, which `quantize.quantize(given=...)` keeps
+(no re-calibration; int8 weights bit for bit, -128 included).
+
+Stages: onnx_qdq_strip.strip (ONNX level: drop Q/DQ pairs, rewrite QLinear*/Integer ops into float
+ops, record scales and zero points by ONNX name) -> the float converters of toolchain.frontend.onnx,
+unchanged, on the float core -> map the recorded parameters onto IR tensor names.
+One QDQ-only rule: an AveragePool whose output grid differs from its input's (ORT averages in float
+and requantizes; TFLite int8 pooling cannot) becomes a depthwise conv with weights 1 at scale 1/n.
+Opsets 10 to 21; int8 and uint8 (uint8 becomes int8: integers and zero point - 128).
+Not here: the quantizer (quantize.given), onnxruntime comparisons (onnx_qdq_ort).
+"""
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnx
+
+from quantize.given import same_qparams
+from toolchain.errors import InputError, UnsupportedModel
+from toolchain.frontend.onnx import CONVERTERS, _input_shape
+from toolchain.frontend.onnx_builder import Builder
+from toolchain.frontend.onnx_qdq_strip import QDQ_OPS, Stripped, elem_types, strip
+from toolchain.ir import DType, Graph, Node, QuantParams, Tensor
+from toolchain.ops.depthwise_conv2d import DepthwiseConv2DAttrs
+from toolchain.ops.registry import OpKind
+
+OPSETS = range(10, 22)
+WEIGHT_AXIS: dict[str, Callable[[dict[str, Any]], int]] = {  # ONNX axis of a weight's output channels
+    "Conv": lambda a: 0, "Gemm": lambda a: 0 if a.get("transB", 0) else 1, "MatMul": lambda a: 1}
+
+
+@dataclass(frozen=True)
+class QdqModel:
+    """A quantized ONNX model as the compiler takes it: float core + the model's quantization."""
+
+    graph: Graph                      # float IR, NHWC activations (as toolchain.frontend.onnx makes it)
+    given: dict[str, QuantParams]     # IR activation -> its int8 grid in the model
+    given_consts: dict[str, Tensor]   # IR weight / bias constant -> the model's grid (and int32 bias values)
+
+
+class QdqBuilder(Builder):
+    """The float Builder, plus the model's grids by ONNX name and the given constants by IR name."""
+
+    def __init__(self, path: Path, opset: int, name: str, acts: dict[str, QuantParams]) -> None:
+        super().__init__(path, opset, name)
+        self.acts = acts
+        self.ir_consts: dict[str, Tensor] = {}
+
+
+OVERRIDES: dict[str, Callable[..., Any]] = {}
+
+
+def _pool_override(op_type: str) -> None:
+    float_fn = CONVERTERS[op_type]
+
+    @functools.wraps(float_fn)  # same signature: the Builder reads the ONNX attributes from it
+    def convert(b: QdqBuilder, *args: Any, **kwargs: Any) -> None:
+        float_fn(b, *args, **kwargs)
+        _requantizing_avg_pool(b)
+
+    OVERRIDES[op_type] = convert
+
+
+def _requantizing_avg_pool(b: QdqBuilder) -> None:
+    """Replace the AveragePool just emitted by a depthwise conv (weights 1, scale 1/n, bias 0) when
+    the model gives its output another grid than its input: one requantization of the window sum
+    with multiplier s_in / (n s_out). Exact when every window divides by n: no padding, or padding
+    counted (count_include_pad), and no ceil_mode window past the pads."""
+    node: Node = b.nodes[-1]
+    qx, qy = b.acts.get(b.node.input[0]), b.acts.get(b.node.output[0])
+    if node.op != OpKind.AVG_POOL2D or qx is None or qy is None or same_qparams(qx, qy):
+        return
+    win = node.attrs.window
+    _, h, w, c = b.shape(node.inputs[0])
+    oh, ow = b.shape(node.outputs[0])[1:3]
+    (kh, kw), (sh, sw), (pt, pl, pb, pr) = win.kernel, win.stride, win.pads
+    fits = (oh - 1) * sh + kh <= h + pt + pb and (ow - 1) * sw + kw <= w + pl + pr
+    if not fits or (any(win.pads) and not node.attrs.count_include_pad):
+        raise b.unsupported("AveragePool with another output grid than its input's and windows of different "
+                            "sizes (padding not counted or ceil_mode)")
+    b.nodes.pop()
+    n = kh * kw
+    wname = b.add_const("w", np.full((1, kh, kw, c), 1.0 / n, np.float32))
+    bname = b.add_const("b", np.zeros(c, np.float32))
+    b.emit(OpKind.DEPTHWISE_CONV2D, [node.inputs[0], wname, bname], DepthwiseConv2DAttrs(win, 1, node.attrs.act),
+           nhwc=True)
+    b.ir_consts[wname] = Tensor(wname, (1, kh, kw, c), DType.INT8, QuantParams.per_tensor(1.0 / n, 0))
+
+
+_pool_override("AveragePool")
+_pool_override("GlobalAveragePool")
+
+
+def is_quantized_onnx(path: str | Path) -> bool:
+    """True for a readable ONNX file with QuantizeLinear/DequantizeLinear/QLinear*/*Integer nodes."""
+    try:
+        model = onnx.load(str(path), load_external_data=False)
+    except Exception:  # not ONNX: load_onnx reports it
+        return False
+    return any(n.op_type in QDQ_OPS for n in model.graph.node)
+
+
+def _map_consts(b: QdqBuilder, node: Any, s: Stripped, first: int) -> None:
+    """Attach the model's quantization to the IR constants the converter made from `node`'s inputs
+    (position i of the ONNX node = position i of the IR node: Conv, Gemm, MatMul, binary ops)."""
+    given = [(i, n) for i, n in enumerate(node.input) if n in s.weights]
+    if not given:
+        return
+    out = b.vals.get(node.output[0])
+    ir = next((n for n in b.nodes[first:] if out is not None and n.outputs[0] == out.name), None)
+    attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+    for i, name in given:
+        if ir is None or i == 0 or i >= len(ir.inputs) or not b.tensors[ir.inputs[i]].is_const:
+            raise b.unsupported(f"quantized constant {name!r} as input {i} (the model's quantization is kept for "
+                                "weights, biases and constant operands only)")
+        t, ir_t = s.weights[name], b.tensors[ir.inputs[i]]
+        axis_of = WEIGHT_AXIS.get(node.op_type)
+        if i == 1 and axis_of and t.quant.is_per_channel and t.quant.axis != axis_of(attrs) % len(t.shape):
+            raise b.unsupported(f"weights {name!r} quantized per axis {t.quant.axis} (not their output channels)")
+        data = None
+        if t.dtype == DType.INT32:
+            try:
+                data = np.broadcast_to(t.data.reshape(-1), ir_t.shape).copy()
+            except ValueError:
+                raise b.unsupported(f"bias {name!r} of shape {list(t.shape)}") from None
+        b.ir_consts[ir.inputs[i]] = Tensor(ir.inputs[i], ir_t.shape, t.dtype, t.quant, data)
+
+
+def _read(path: Path) -> onnx.ModelProto:
+    if not path.is_file():
+        raise InputError(f"{path}: no such model file")
+    try:
+        return onnx.load(str(path))
+    except Exception as e:  # DecodeError, ValueError, ... on non-ONNX bytes
+        raise InputError(f"{path}: not an ONNX model ({type(e).__name__}); pass a .onnx file") from None
+
+
+def load_qdq(path: str | Path, input_shapes: dict[str, tuple[int, ...]] | None = None) -> QdqModel:
+    """Read a quantized ONNX model (QDQ or QLinear*, opset 10-21) into its float IR and the model's
+    own quantization. Graph inputs are float32 in the IR whatever their ONNX type (an int8 input
+    gets the grid of its first reader); graph outputs are the float twins of the model's outputs.
+
+    Raises InputError (missing / unreadable file, dynamic shapes without input_shapes, input types
+    other than float32 / int8 / uint8) and UnsupportedModel (every unsupported node at once)."""
+    path = Path(path)
+    model = _read(path)
+    opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 0)
+    if opset not in OPSETS:
+        raise InputError(f"{path}: opset {opset} (quantized ONNX models need opset 10 to 21)")
+    s = strip(model)
+    converters = {**CONVERTERS, **OVERRIDES}
+    missing = sorted({f"{n.name or '?'} ({n.op_type})" for n in s.nodes if n.op_type not in converters})
+    errors = s.errors + ([f"unsupported ONNX ops: {', '.join(missing)}"] if missing else [])
+    if errors:
+        raise UnsupportedModel(f"{path}: {len(errors)} unsupported: " + "; ".join(errors))
+    types = elem_types(model)
+    names = [i.name for i in model.graph.input if i.name not in {t.name for t in model.graph.initializer}]
+    unknown = sorted(set(input_shapes or {}) - set(names))
+    if unknown:
+        raise InputError(f"{path}: input_shapes names {unknown}, but the model's inputs are {names}")
+    b = QdqBuilder(path, opset, model.graph.name or path.stem, s.acts)
+    b.consts.update(s.consts)
+    for inp in model.graph.input:
+        if inp.name in names:
+            if types[inp.name] not in ("float32", "int8", "uint8"):
+                raise InputError(f"{path}: input {inp.name!r} of type {types[inp.name]} (float32, int8 or uint8)")
+            b.add_input(inp.name, _input_shape(path, inp, (input_shapes or {}).get(inp.name)), DType.FLOAT32)
+    for node in s.nodes:
+        first = len(b.nodes)
+        b.convert(node, converters[node.op_type])
+        _map_consts(b, node, s, first)
+    outs = [s.int_of[o.name][0] if o.name in s.int_of else s.alias.get(o.name, o.name) for o in model.graph.output]
+    graph = b.finish(outs)
+    given = {b.vals[k].name: qp for k, qp in s.acts.items() if k in b.vals}
+    meta = {**graph.meta, "format": "onnx-qdq", "onnx_io_types": types,
+            "onnx_outputs": tuple(o.name for o in model.graph.output)}
+    return QdqModel(replace(graph, meta=meta), given, b.ir_consts)
+
+
+__all__ = ["OVERRIDES", "QdqModel", "is_quantized_onnx", "load_qdq"]

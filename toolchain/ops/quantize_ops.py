@@ -1,0 +1,99 @@
+"""Quantize, Dequantize and Requantize: the type changes at the edges of an int8 graph (a float
+input quantized inside the model, a float output, or an int8 tensor moved to other qparams); TFLite
+QUANTIZE / DEQUANTIZE, TFLM quantize_common.cc and dequantize_common.cc.
+
+- Quantize (float32 -> int8, reference_ops::AffineQuantize): round_half_away(x / scale) + zp in
+  double precision, saturated.
+- Dequantize (int8 -> float32, reference_ops::Dequantize): float(double(scale) * (q - zp)).
+- Requantize (int8 -> int8, TFLite QUANTIZE with an int8 input, reference_ops::Requantize):
+  MBQM(q - zp_in, QuantizeMultiplier(s_in / s_out)) + zp_out, saturated (concat.requantize_s8).
+In the float twin of a model (all tensors real) the three are identities.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from toolchain.ir import Graph, Node
+from toolchain.ops.concat import requant_params, requantize_s8
+from toolchain.ops.registry import CArg, OpDef, OpKind, portable, register
+
+
+@dataclass(frozen=True)
+class QuantizeAttrs:
+    """Quantize / Dequantize / Requantize take their parameters from the tensors' qparams."""
+
+
+def quantize_f32_s8(x: np.ndarray, scale: float, zero_point: int) -> np.ndarray:
+    """TFLM AffineQuantize float32 -> int8: (int)round_half_away((double)x / scale) + zp, saturated."""
+    v = np.asarray(x, np.float32).astype(np.float64) / float(scale)
+    r = np.sign(v) * np.floor(np.abs(v) + 0.5)
+    return np.clip(r + zero_point, -128, 127).astype(np.int8)
+
+
+def dequantize_s8_f32(q: np.ndarray, scale: float, zero_point: int) -> np.ndarray:
+    """TFLM Dequantize int8 -> float32: float(double(scale) * (q - zp))."""
+    return (float(scale) * (np.asarray(q, np.int64) - zero_point)).astype(np.float32)
+
+
+class _Edge(OpDef):
+    def infer_shapes(self, node: Node, graph: Graph) -> list[tuple[int, ...]]:
+        return [graph.t(node.inputs[0]).shape]
+
+    def _size(self, node: Node, graph: Graph) -> int:
+        return graph.t(node.inputs[0]).size
+
+
+@register(OpKind.QUANTIZE)
+class Quantize(_Edge):
+    variants = (portable("quantize"),)
+
+    def reference_f32(self, node: Node, graph: Graph, ins: list[np.ndarray]) -> list[np.ndarray]:
+        return [np.asarray(ins[0], np.float32)]
+
+    def reference_s8(self, node: Node, graph: Graph, ins: list[np.ndarray]) -> list[np.ndarray]:
+        q = graph.t(node.outputs[0]).quant
+        return [quantize_f32_s8(ins[0], q.s, q.zp)]
+
+    def kernel_args(self, node: Node, graph: Graph) -> list[CArg]:
+        q = graph.t(node.outputs[0]).quant
+        return [CArg("real", float(q.s)), CArg.lit(q.zp), CArg.lit(self._size(node, graph)),
+                CArg("act", node.inputs[0]), CArg("act", node.outputs[0])]
+
+
+@register(OpKind.DEQUANTIZE)
+class Dequantize(_Edge):
+    variants = (portable("dequantize"),)
+
+    def reference_f32(self, node: Node, graph: Graph, ins: list[np.ndarray]) -> list[np.ndarray]:
+        x = np.asarray(ins[0])
+        if x.dtype.kind == "f":  # the float twin: values are already real
+            return [x.astype(np.float32)]
+        q = graph.t(node.inputs[0]).quant
+        return [dequantize_s8_f32(x, q.s, q.zp)]
+
+    reference_s8 = reference_f32
+
+    def kernel_args(self, node: Node, graph: Graph) -> list[CArg]:
+        q = graph.t(node.inputs[0]).quant
+        return [CArg("real", float(q.s)), CArg.lit(q.zp), CArg.lit(self._size(node, graph)),
+                CArg("act", node.inputs[0]), CArg("act", node.outputs[0])]
+
+
+@register(OpKind.REQUANTIZE)
+class Requantize(_Edge):
+    variants = (portable("requant"),)
+
+    def reference_f32(self, node: Node, graph: Graph, ins: list[np.ndarray]) -> list[np.ndarray]:
+        return [np.asarray(ins[0], np.float32)]
+
+    def _params(self, node: Node, graph: Graph) -> tuple[int, int, int, int]:
+        return requant_params(graph.t(node.inputs[0]).quant, graph.t(node.outputs[0]).quant)
+
+    def reference_s8(self, node: Node, graph: Graph, ins: list[np.ndarray]) -> list[np.ndarray]:
+        return [requantize_s8(ins[0], *self._params(node, graph))]
+
+    def kernel_args(self, node: Node, graph: Graph) -> list[CArg]:
+        return [*map(CArg.lit, self._params(node, graph)), CArg.lit(self._size(node, graph)),
+                CArg("act", node.inputs[0]), CArg("act", node.outputs[0])]
