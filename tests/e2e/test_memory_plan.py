@@ -146,9 +146,13 @@ def test_branches_are_reordered_written_in_place_and_run_bit_exact(edgecc, need_
     assert r["verification"]["bit_exact"] is True
     kinds = [op["name"] for op in r["ops"]]
     # int8 bytes: x 64 (viewed as NHWC), A 256, B1 2048, B2 1024, C1 512, C2 1024
-    assert kinds.index("B2") < kinds.index("C1"), kinds  # the large branch first
+    if board == "host":  # portable kernels, no scratch: the large branch must run first
+        assert kinds.index("B2") < kinds.index("C1"), kinds
+    # (on the M4 the DSP kernels' scratch changes which order has the smallest peak)
     m = r["memory"]
-    assert m["arena_bytes"] == m["lower_bound_bytes"] < 1024 + 2048 + 1024  # C first: C2, B1, B2 live at B2
+    assert m["arena_bytes"] == m["lower_bound_bytes"]
+    if board == "host":
+        assert m["arena_bytes"] < 1024 + 2048 + 1024  # C first: C2, B1, B2 live at B2
     s = next(b for b in m["buffers"] if "S" in b["tensors"] or "Sr" in b["tensors"])
     assert s["name"] in ("B2", "C2"), s  # the Add wrote over one of its dying inputs
     assert (out / "memory.png").is_file()
