@@ -33,7 +33,9 @@ NOTE = (
     "are wall seconds as measured on the machine in the header, with {jobs} job(s) running in parallel "
     "on {nproc} cores, so QEMU run times are noisy (parallel jobs compete for the cores); the run time "
     "covers all verification samples in one QEMU/native run, including QEMU start-up and the "
-    "instruction-counting plugin."
+    "instruction-counting plugin. Flash bytes are the model library (text + rodata + weights + data); "
+    "harness bytes are everything else in the test firmware (harness, board support, libc, libgcc), which on "
+    "the AArch64 boards is a statically linked glibc Linux binary, hence about 0.5 MB there."
 )
 
 
@@ -47,13 +49,15 @@ def markdown(doc: dict) -> str:
            + ", ".join(f"{v}" for v in h["tools"].values() if v) + ". "
            f"{h['parallel_jobs']} benchmark job(s) in parallel; machine load average (1 min) "
            f"{(h.get('loadavg_start') or ['?'])[0]} at the start, {h['loadavg_end'][0]} at the end.", "",
-           "Re-run: `/work/venv/bin/python bench/mlperf_float.py` (see bench/README.md).", ""]
+           f"Command: `{h.get('command') or 'bench/mlperf_float.py'}`; how to re-run: [bench/README.md](../README.md).",
+           ""]
     product = [f for f in h["edgecc"].get("modified_files", []) if not f.startswith(("bench/", "tests/"))]
     if product:
         out += ["Uncommitted product files at measurement time: " + ", ".join(f"`{f}`" for f in product) + ".", ""]
     cols = ["board", "status", "bit-exact", "samples", "top-1 agreement (%)", "SQNR (dB)",
             "instructions / inference", "host time / inference (µs)", "MACs / instr",
-            "arena (B)", "flash (B)", "harness (B)", "build Python (s)", "build gcc (s)", "run, all samples (s)", "kernels"]
+            "arena (B)", "flash (B)", "harness (B)", "build Python (s)", "build gcc (s)", "run, all samples (s)",
+            "kernels"]
     for model in doc["models"]:
         rows = [r for r in doc["rows"] if r["model"] == model]
         if not rows:
@@ -73,6 +77,12 @@ def markdown(doc: dict) -> str:
                 fmt(r.get("run_s"), 1), ", ".join(r.get("kernels") or [])]) + " |")
         out.append("")
     out += ["## What the numbers are", "", NOTE.format(jobs=h["parallel_jobs"], nproc=h["machine"]["nproc"]), ""]
+    loads = [x[0] for x in (h.get("loadavg_start"), h.get("loadavg_end")) if x]
+    if loads and max(loads) > h["machine"]["nproc"]:
+        out += [f"The machine was shared with other work during this measurement (1-minute load average up to "
+                f"{max(loads):.1f} on {h['machine']['nproc']} cores): wall times (build, run) are inflated several "
+                "times over an idle machine and vary from run to run. Instruction counts, sizes, agreement and "
+                "SQNR do not depend on load.", ""]
     return "\n".join(out)
 
 
@@ -85,8 +95,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--keep", type=Path, help="keep every OUT folder under this directory")
     ap.add_argument("--rev", help="measure commit REV from a read-only snapshot (git archive) instead of the "
                                   "work tree, so concurrent edits cannot leak into the numbers (e.g. --rev HEAD)")
+    ap.add_argument("--render", action="store_true", help="only rewrite mlperf_float.md from mlperf_float.json")
     args = ap.parse_args(argv)
+    if args.render:
+        doc = json.loads((args.results / "mlperf_float.json").read_text(encoding="utf-8"))
+        (args.results / "mlperf_float.md").write_text(markdown(doc), encoding="utf-8")
+        return 0
     load0 = os.getloadavg()
+    command = " ".join(["/work/venv/bin/python bench/mlperf_float.py", *(argv if argv is not None else sys.argv[1:])])
     boards, models = args.boards.split(","), args.models.split(",")
     for m in models:
         if m not in MODELS:
@@ -111,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
     order = {(m, b): i for i, (m, b) in enumerate((m, b) for m in models for b in boards)}
     done.sort(key=lambda r: order[(r["model"], r["board"])])
 
-    head = header(args.jobs, load0, args.rev, root)
+    head = {"command": command, **header(args.jobs, load0, args.rev, root)}
     doc = {"header": head, "models": models, "boards": boards,
            "note": NOTE.format(jobs=args.jobs, nproc=head["machine"]["nproc"]), "rows": done}
     args.results.mkdir(parents=True, exist_ok=True)

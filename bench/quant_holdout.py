@@ -76,7 +76,8 @@ def main(argv: list[str] | None = None) -> int:
     h = doc["header"]
     md = ["# Out-of-sample quantization quality (edgecc INT8 PTQ vs the float ONNX model)", "",
           f"Measured {h['date_utc']} on board `{args.board}`, edgecc {h['edgecc']['version']} at "
-          f"{h['edgecc']['git_commit'][:12]} ({h['edgecc']['measured']}). Re-run: `/work/venv/bin/python bench/quant_holdout.py`.", "",
+          f"{h['edgecc']['git_commit'][:12]} ({h['edgecc']['measured']}). "
+          "Re-run: `/work/venv/bin/python bench/quant_holdout.py`.", "",
           "Fold A calibrates on the first half of the images and verifies on the second half (the split "
           "`tests/e2e/test_quant_holdout.py` asserts); fold B is the reverse; in-sample calibrates and "
           "verifies on all images (issue 3 point 3). Agreement = top-1 of our int8 output equal to the "
@@ -89,6 +90,10 @@ def main(argv: list[str] | None = None) -> int:
         md.append(f"| {r['model']} | {r['fold']} | {r['calibration']} | {r['verify']} | {fmt(n)} | "
                   f"{fmt(a * 100 if a is not None else None, 1)} | {fmt(bad)} | {fmt(r.get('sqnr_db'))} | "
                   f"{fmt(r.get('bit_exact'))} |")
+    md += ["", "`tests/e2e/test_quant_holdout.py` asserts fold A on `host` with thresholds set from these "
+           "measurements minus about two images: ResNet-8 >= 96% of 100, VWW >= 98% of 150. One image is 1 point "
+           "of 100 and 0.67 of 150, so out-of-sample agreement on these halves moves by a few images between "
+           "folds (compare A and B); the in-sample bars of issue 3 (97.0% / 98.3%) apply to the full sets."]
     (args.results / "quant_holdout.md").write_text("\n".join(md) + "\n", encoding="utf-8")
     print(f"wrote {args.results / 'quant_holdout.json'} and {args.results / 'quant_holdout.md'}")
     return 0 if all(r["exit_code"] == 0 for r in rows) else 1

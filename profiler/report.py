@@ -205,6 +205,8 @@ def summary_lines(report: dict[str, Any]) -> list[str]:
         lines.append(f"verification vs {v['reference']}: {'bit-exact' if v['bit_exact'] else 'MISMATCH'} on "
                      f"{v['samples']} samples; top-1 agreement with float {_fmt(v.get('top1_agreement'), 4)}, "
                      f"SQNR {_fmt(v.get('sqnr_db'), 1)} dB")
+        if "tflm_bit_exact" in v:  # .tflite models: TFLM on the same samples
+            lines.append(_tflm_line(v))
     if worst := worst_line(report):
         lines.append(worst)
     if report.get("fault"):
@@ -212,6 +214,19 @@ def summary_lines(report: dict[str, Any]) -> list[str]:
         where = f" in {f['function']}()" if f.get("function") else ""
         lines.append(f"FAULT: {f.get('reason')}{where} while running op {f.get('op')} ({f.get('op_name') or 'none'})")
     return lines
+
+
+def _tflm_line(v: dict[str, Any]) -> str:
+    """One line on the TFLM comparison of a .tflite run (verification.tflm_bit_exact / tflm)."""
+    t = v.get("tflm") or {}
+    if v["tflm_bit_exact"] is None:
+        return f"TFLM: no comparison ({t.get('error')})"
+    if v["tflm_bit_exact"]:
+        return f"TFLM ({t.get('reference')}): bit-exact on every sample"
+    first = t.get("first_difference") or {}
+    where = (f"first differing op {first['op_index']} {first['name']} ({first['op_type']}), max |diff| "
+             f"{first['max_abs_diff']}") if "op_index" in first else first.get("note", "")
+    return f"TFLM: {t['mismatches']['count']} output elements differ; {where}"
 
 
 def _md_table(headers: list[str], rows: list[list[str]]) -> list[str]:

@@ -17,7 +17,7 @@ from pathlib import Path
 from targets.errors import BuildError
 
 PLUGIN_DIR = Path(__file__).resolve().parent / "plugin"
-PLUGIN_SOURCES = (PLUGIN_DIR / "tcount.c", PLUGIN_DIR / "tc_qemu_plugin_api.h")
+PLUGIN_SOURCES = (PLUGIN_DIR / "tcount.c", PLUGIN_DIR / "tc_qemu_plugin_api.h", PLUGIN_DIR / "tc_classify.h")
 HOST_CC = "gcc"
 
 

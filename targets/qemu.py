@@ -119,6 +119,7 @@ def run_firmware(
     timeout_s: float,
     marks: Sequence[str] = (),
     args: Sequence[str] = (),
+    classes: bool = False,
 ) -> RunLog:
     """Run `elf` for `target` in folder `cwd`, killed after `timeout_s` seconds of wall time.
 
@@ -127,7 +128,9 @@ def run_firmware(
     emulator and -cpu. On plugin boards the tcount plugin counts retired instructions (exact=1)
     and records each execution of the functions named in `marks` (mark index = position in
     `marks`); on other boards `marks` is ignored. `args` are passed to main (semihosting arg= on
-    qemu-system). A fault line from board support becomes `RunLog.fault`.
+    qemu-system). A fault line from board support becomes `RunLog.fault`. `classes`: the plugin
+    also counts instructions per class (targets.target.CYCLE_CLASSES; A64 decoding for qemu-user
+    aarch64 boards, Thumb otherwise) and RunLog.mark_classes holds them per mark record.
 
     Raises RunError if the emulator/ELF/nm cannot be run, a mark symbol is missing, the plugin
     cannot be loaded, or the plugin log of a completed run is malformed. A timeout, non-zero exit
@@ -142,7 +145,9 @@ def run_firmware(
         plugin: list[str] = []
         if use_plugin:
             addrs = symbol_addresses(target, elf, marks)
-            spec = ",".join([str(plugin_path()), *(f"mark=0x{a:x}" for a in addrs), "exact=1"])
+            isa = "a64" if "aarch64" in (target.run.executable or "") else "thumb"
+            spec = ",".join([str(plugin_path()), *(f"mark=0x{a:x}" for a in addrs), "exact=1",
+                             *([f"classes=1,isa={isa}"] if classes else [])])
             plugin = ["-plugin", spec, "-d", "plugin", "-D", str(log_path)]
         cmd = _command(target, elf, args, plugin)
         start = time.monotonic()
@@ -155,7 +160,7 @@ def run_firmware(
         log_text = log_path.read_text(errors="replace") if log_path.is_file() else ""
         # A killed or crashed (lockup, rc 134) QEMU may not reach the plugin's atexit hook: no counts then.
         if use_plugin and not timed_out and log_text.strip():
-            counts = parse_plugin_log(log_text, len(marks))
+            counts = parse_plugin_log(log_text, len(marks), classes)
     return RunLog(
         stdout=stdout,
         stderr=stderr,
@@ -166,4 +171,5 @@ def run_firmware(
         marks=counts.marks if counts else [],
         wall_s=wall,
         command=tuple(cmd),
+        mark_classes=counts.mark_classes if counts else [],
     )

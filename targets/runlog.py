@@ -14,6 +14,7 @@ import signal
 from dataclasses import dataclass, field
 
 from targets.errors import RunError
+from targets.target import CYCLE_CLASSES
 
 # CFSR bit -> name (ARMv7-M/v8-M ARM, B3.2.15). The *VALID bits only qualify MMFAR/BFAR.
 _CFSR_BITS = {
@@ -90,22 +91,40 @@ def parse_fault(text: str) -> Fault | None:
 
 @dataclass(frozen=True)
 class PluginCounts:
-    """Parsed tcount log: total retired guest instructions and (mark index, count) in firing order."""
+    """Parsed tcount log: total retired guest instructions and (mark index, count) in firing order.
+    With instruction classes (plugin arg classes=1): the class totals and, per mark record, the
+    class counts when it fired, in the order of targets.target.CYCLE_CLASSES."""
 
     total_instructions: int
     marks: list[tuple[int, int]] = field(default_factory=list)
+    class_totals: tuple[int, ...] = ()
+    mark_classes: list[tuple[int, ...]] = field(default_factory=list)
 
 
 _HEADER_RE = re.compile(r"tcount: v2 total_insns=(\d+) marks=(\d+) dropped=(\d+) exact=(\d+)")
 _MARK_RE = re.compile(r"tcount: mark (\d+) which=(\d+) insns=(\d+)")
+_CLASSES = "".join(rf" {c}=(\d+)" for c in CYCLE_CLASSES)
+_CLASSES_RE = re.compile(r"tcount: classes" + _CLASSES)
+_MARK_CLASSES_RE = re.compile(r"tcount: mark (\d+) which=(\d+) insns=(\d+)" + _CLASSES)
 
 
-def parse_plugin_log(text: str, n_marks: int) -> PluginCounts:
-    """Parse a tcount log strictly. `n_marks` = number of mark addresses passed to the plugin.
+def _class_counts(m: re.Match, first: int, insns: int, what: str) -> tuple[int, ...]:
+    """The class counts of a matched line; the instruction classes (all but xfer) must sum to insns."""
+    counts = tuple(int(m[first + k]) for k in range(len(CYCLE_CLASSES)))
+    if sum(counts[:-1]) != insns:
+        raise RunError(f"tcount log: {what}: the instruction classes sum to {sum(counts[:-1])}, not {insns}")
+    return counts
+
+
+def parse_plugin_log(text: str, n_marks: int, classes: bool = False) -> PluginCounts:
+    """Parse a tcount log strictly. `n_marks` = number of mark addresses passed to the plugin;
+    `classes`: the plugin ran with classes=1 (a classes line after the header, class counts on
+    every mark line), else the log must have neither.
 
     Raises RunError on anything unexpected: no or repeated header, unknown lines, a record count
     that disagrees with the header, out-of-order sequence numbers, a mark index >= n_marks,
-    decreasing counts, or dropped records (the plugin ran out of memory).
+    decreasing counts, class counts that do not sum to the instructions, or dropped records (the
+    plugin ran out of memory).
     """
     lines = [ln for ln in text.splitlines() if ln.strip()]
     if not lines or not (h := _HEADER_RE.fullmatch(lines[0].strip())):
@@ -113,22 +132,33 @@ def parse_plugin_log(text: str, n_marks: int) -> PluginCounts:
     total, count, dropped = int(h[1]), int(h[2]), int(h[3])
     if dropped:
         raise RunError(f"tcount log: {dropped} mark records were dropped (too many marks fired)")
+    class_totals: tuple[int, ...] = ()
+    body = lines[1:]
+    if classes:
+        if not body or not (c := _CLASSES_RE.fullmatch(body[0].strip())):
+            raise RunError(f"tcount log: expected a 'tcount: classes ...' line, got {body[:1]!r}")
+        class_totals = _class_counts(c, 1, total, "classes line")
+        body = body[1:]
+    line_re = _MARK_CLASSES_RE if classes else _MARK_RE
     marks: list[tuple[int, int]] = []
-    for i, line in enumerate(lines[1:]):
-        m = _MARK_RE.fullmatch(line.strip())
+    mark_classes: list[tuple[int, ...]] = []
+    for i, line in enumerate(body):
+        m = line_re.fullmatch(line.strip())
         if not m:
-            raise RunError(f"tcount log: malformed line {i + 2}: {line[:80]!r}")
+            raise RunError(f"tcount log: malformed line {i + 2 + classes}: {line[:80]!r}")
         seq, which, insns = int(m[1]), int(m[2]), int(m[3])
         if seq != i:
-            raise RunError(f"tcount log: mark record {seq} out of order at line {i + 2}")
+            raise RunError(f"tcount log: mark record {seq} out of order at line {i + 2 + classes}")
         if which >= n_marks:
             raise RunError(f"tcount log: mark index {which} but only {n_marks} marks were requested")
         if insns > total or (marks and insns < marks[-1][1]):
             raise RunError(f"tcount log: mark record {seq} has an impossible count {insns}")
         marks.append((which, insns))
+        if classes:
+            mark_classes.append(_class_counts(m, 4, insns, f"mark record {seq}"))
     if len(marks) != count:
         raise RunError(f"tcount log: header says {count} mark records but {len(marks)} follow (truncated log?)")
-    return PluginCounts(total_instructions=total, marks=marks)
+    return PluginCounts(total_instructions=total, marks=marks, class_totals=class_totals, mark_classes=mark_classes)
 
 
 @dataclass(frozen=True)
@@ -150,6 +180,9 @@ class RunLog:
     marks: list[tuple[int, int]]
     wall_s: float
     command: tuple[str, ...]
+    # tcount instruction classes (run_firmware(classes=True)): per mark record, the counts per
+    # targets.target.CYCLE_CLASSES when it fired; [] otherwise
+    mark_classes: list[tuple[int, ...]] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:

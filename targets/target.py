@@ -52,6 +52,10 @@ KNOWN_FEATURES = frozenset({"fpu", "fpu_dp", "dsp", "mve", "mve_fp", "neon", "do
 # An ISA kernel folder may only be preferred when the core has the feature it needs.
 ISA_REQUIRES: dict[ISA, str | None] = {ISA.PORTABLE: None, ISA.DSP: "dsp", ISA.HELIUM: "mve", ISA.NEON: "neon"}
 LAYOUTS = frozenset({"NHWC", "NCHW", "CHWN"})
+# Instruction classes of the tcount plugin (targets/plugin/tc_classify.h), in its output order; a
+# board's `cycle_costs` gives the estimated cycles of each (xfer: per extra register of a
+# multiple load/store). The cycle estimate is approximate by construction.
+CYCLE_CLASSES = ("load", "store", "mac", "branch", "other", "vload", "vstore", "vmac", "vother", "vgather", "xfer")
 COST_UNITS = frozenset({"instructions", "us", "cycles"})
 MEMORY_ROLES = ("code", "weights", "ram", "arena")
 
@@ -131,6 +135,9 @@ class Target:
     buffer_alignment: int  # bytes; power of two in 4..256
     preferred_layout: str  # activation layout, e.g. "NHWC"
     run: RunSpec
+    # Estimated cycles per instruction class (CYCLE_CLASSES -> cycles) from published timing
+    # tables, or None: boards.yaml `cycle_costs`; the report's est_cycles (an estimate).
+    cycle_costs: Mapping[str, float] | None = None
 
     def has_feature(self, feature: str) -> bool:
         """True if the core has ISA feature `feature` (e.g. "dsp", "mve", "dotprod")."""
@@ -339,4 +346,30 @@ def target_from_mapping(name: str, data: Any, source: str = "boards.yaml") -> Ta
         buffer_alignment=alignment,
         preferred_layout=layout,
         run=_run(f),
+        cycle_costs=_cycle_costs(f),
     )
+
+
+def _cycle_costs(f: _Fields) -> dict[str, float] | None:
+    """boards.yaml `cycle_costs`: every class of CYCLE_CLASSES -> a non-negative number of cycles,
+    plus an optional `source` string (where the numbers come from)."""
+    raw = f.get("cycle_costs", None)
+    if raw is None:
+        return None
+    if not isinstance(raw, Mapping):
+        raise f.fail("cycle_costs", f"expected a mapping {{class: cycles}}, got {raw!r}")
+    keys = set(raw) - {"source"}
+    if keys != set(CYCLE_CLASSES):
+        missing, unknown = sorted(set(CYCLE_CLASSES) - keys), sorted(keys - set(CYCLE_CLASSES))
+        raise f.fail("cycle_costs", f"needs exactly the classes {', '.join(CYCLE_CLASSES)}"
+                     + (f"; missing {', '.join(missing)}" if missing else "")
+                     + (f"; unknown {', '.join(map(str, unknown))}" if unknown else ""))
+    if "source" in raw:
+        f.str_("cycle_costs.source")
+    costs = {}
+    for c in CYCLE_CLASSES:
+        v = raw[c]
+        if isinstance(v, bool) or not isinstance(v, int | float) or v < 0:
+            raise f.fail(f"cycle_costs.{c}", f"expected a non-negative number of cycles, got {v!r}")
+        costs[c] = float(v)
+    return costs

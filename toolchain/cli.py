@@ -5,6 +5,7 @@
   edgecc build [CONFIG.yaml] [same flags]          write OUT/lib and OUT/fw without running
   edgecc compare A/report.json B/report.json [--max-regression 5%] [--force]
   edgecc boards                                    list the boards of boards.yaml
+  edgecc ops                                       ops, dtypes and attributes per frontend; kernels per board
 
 Exit status: 0 pass; 1 verification mismatch (complete OUT written) or, for compare, a budget
 exceeded; 2 bad input or usage (nothing written); 3 guest fault or timeout (complete OUT with the
@@ -56,6 +57,7 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--force", action="store_true", help="compare reports of different boards or cost units")
     c.add_argument("--quiet", action="store_true", help="only the verdict lines")
     sub.add_parser("boards", help="list the boards")
+    sub.add_parser("ops", help="the support matrix: ops, dtypes and attributes per frontend, kernels per board")
     return p
 
 
@@ -101,6 +103,8 @@ def _job(args: argparse.Namespace) -> int:
     from toolchain import progress
     from toolchain.config import load_config
 
+    if args.config is not None and args.config.suffix.lower() in (".onnx", ".tflite") and args.model is None:
+        args.model, args.config = args.config, None  # `edgecc run model.tflite`: a model, not a YAML
     cfg = load_config(args.config, {"model": args.model, "board": args.board, "calibration": args.calibration,
                                     "verify": args.verify, "out": args.out, "repeats": args.repeat,
                                     "warmup": args.warmup})
@@ -226,6 +230,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.cmd == "boards":
             return _boards()
+        if args.cmd == "ops":
+            from toolchain.support import render
+
+            print(render(), end="")
+            return 0
         return _compare(args) if args.cmd == "compare" else _job(args)
     except EdgeccError as e:
         print(f"edgecc: error: {e}", file=sys.stderr)

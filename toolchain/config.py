@@ -49,6 +49,7 @@ class Config:
     rounding: str = "tflm"  # tflm: TFLM's double rounding, ties away; onnx: one rounding, ties to even
     repeats: int = 5
     warmup: int = 1
+    batch: int = 1  # inferences per run: the batch axis of every model input (per-inference figures = total / batch)
     source: Path | None = None  # the YAML file, for messages
 
 
@@ -128,7 +129,7 @@ def load_config(path: Path | None, overrides: dict[str, Any]) -> Config:
         if key in raw:
             kw[key] = str(raw[key])
     for key, kind in (("min_top1_agreement", float), ("min_sqnr_db", float), ("repeats", int),
-                      ("warmup", int)):
+                      ("warmup", int), ("batch", int)):
         if raw.get(key) is not None:
             try:
                 kw[key] = kind(raw[key])
@@ -156,4 +157,6 @@ def load_config(path: Path | None, overrides: dict[str, Any]) -> Config:
         raise InputError(f"{where}: repeats must be between 1 and 1000")
     if not 0 <= cfg.warmup <= 1000:
         raise InputError(f"{where}: warmup must be between 0 and 1000")
+    if not 1 <= cfg.batch <= 4096:
+        raise InputError(f"{where}: batch must be between 1 and 4096")
     return cfg

@@ -68,7 +68,8 @@ def read_arrays(path: Path, names: tuple[str, ...], pre: Preprocess) -> dict[str
 def preprocess(arr: np.ndarray, shape: tuple[int, ...], pre: Preprocess, where: str,
                model_layout: str = "NCHW") -> np.ndarray:
     """One input's raw data -> float32 [S, *shape] in the model's layout (NCHW for ONNX, NHWC for
-    TFLite 4-D inputs); InputError on mismatch."""
+    TFLite 4-D inputs); InputError on mismatch. A model batch axis N > 1 (`batch: N`) takes the
+    samples N at a time (a last partial group is dropped)."""
     if arr.dtype.kind not in "uif":
         raise InputError(f"{where}: data of dtype {arr.dtype} (need integers or floats)")
     if arr.size == 0:
@@ -82,6 +83,9 @@ def preprocess(arr: np.ndarray, shape: tuple[int, ...], pre: Preprocess, where: 
         x = x[:, None]
     elif x.ndim == rank - 1 and batch1:
         x = x[None, None]
+    elif x.ndim == rank and shape[0] > 1 and x.shape[0] >= shape[0]:
+        # a batched model (`batch: N`): consecutive groups of N samples; a last partial group is dropped
+        x = x[:x.shape[0] // shape[0] * shape[0]].reshape(-1, shape[0], *x.shape[1:])
     elif x.ndim == rank:
         x = x[None]
     if x.ndim != rank + 1:

@@ -3,24 +3,30 @@ kernel preference order whose predicate accepts the node (CMSIS-NN's wrapper log
 the compiler so the emitted C has no ISA #if ladders)."""
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from toolchain.errors import UnsupportedModel
 from toolchain.ir import Graph
 from toolchain.ops.registry import KernelVariant, opdef
 
 
-def select_kernels(graph: Graph, preference: Sequence[str]) -> dict[str, KernelVariant]:
+def select_kernels(graph: Graph, preference: Sequence[str], features: Collection[str] = ()) -> dict[str, KernelVariant]:
     """node name -> chosen variant; views (Reshape) get none. `preference` lists ISA folders,
-    e.g. ("dsp", "portable"); portable is always the last resort."""
+    e.g. ("dsp", "portable"); portable is always the last resort. `features`: the board's
+    isa_features; a variant whose `requires` are not all among them is never chosen, nor one whose
+    `layouts` miss the layout of the node's output (graph.meta["layouts"], default NHWC)."""
     order = [*preference, *(["portable"] if "portable" not in preference else [])]
+    have = frozenset(features)
+    layouts = graph.meta.get("layouts") or {}  # set by passes/select_layout.py; default NHWC
     chosen = {}
     for node in graph.nodes:
         op = opdef(node)
         if op.is_view:
             continue
+        layout = layouts.get(node.outputs[0], "NHWC")
         for isa in order:
-            v = next((v for v in op.variants if v.isa == isa and v.applies(node, graph)), None)
+            v = next((v for v in op.variants if v.isa == isa and v.requires <= have and layout in v.layouts
+                      and v.applies(node, graph)), None)
             if v is not None:
                 chosen[node.name] = v
                 break

@@ -22,6 +22,7 @@ from targets.build import BuildResult, Footprint, build_firmware, check_fits
 from toolchain import __version__
 from toolchain.codegen.context import ModelContext, build_context
 from toolchain.codegen.emit import emit_harness, emit_library
+from toolchain.batch import batched_input_shapes
 from toolchain.config import Config
 from toolchain.data import load_data
 from toolchain.errors import InputError, UnsupportedModel
@@ -33,6 +34,7 @@ from toolchain.lower import scratch_sizes, select_kernels
 from toolchain.memory import MemoryPlan, inplace_inputs, plan_memory
 from toolchain.ops.registry import KernelVariant
 from toolchain.passes import run_passes
+from toolchain.passes.select_layout import select_layout
 from toolchain.progress import step
 from toolchain.schedule import order_for_memory
 
@@ -80,16 +82,19 @@ def import_model(cfg: Config) -> Imported:
         raise UnsupportedModel(f"{cfg.source or 'command line'}: rounding: {cfg.rounding} is not yet supported in "
                                "generated C (only the numpy interpreter implements it); use rounding: tflm")
     if Path(cfg.model).suffix.lower() == ".tflite":
+        batched_input_shapes(cfg.model, cfg.input_shapes, cfg.batch)  # batch > 1: not for .tflite (yet)
         qgraph = load_tflite(cfg.model)                               # int8 .tflite: keep the file's own quantization
         graph, n_calib = dequantize_graph(qgraph), 0                  # its float twin (dequantized weights) as reference
     elif is_quantized_onnx(cfg.model):
-        qdq = load_qdq(cfg.model, cfg.input_shapes)                   # QDQ / QLinear ONNX -> float core + the model's scales
+        shapes = batched_input_shapes(cfg.model, cfg.input_shapes, cfg.batch)  # `batch: N`: N inferences per run
+        qdq = load_qdq(cfg.model, shapes)                             # QDQ / QLinear ONNX -> float core + the model's scales
         graph = run_passes(qdq.graph)                                 # the same float passes
         calib = load_data(cfg.calibration, graph, cfg.preprocess) if cfg.calibration else None  # optional
         qgraph = quantize(graph, calib, cfg.calibration_method, given=qdq.given, given_consts=qdq.given_consts)
         n_calib = qgraph.meta["calibration_samples"]                  # ^ the model's quantization kept, weights bit for bit
     else:
-        graph = load_onnx(cfg.model, cfg.input_shapes)                # ONNX -> IR, NHWC activations
+        shapes = batched_input_shapes(cfg.model, cfg.input_shapes, cfg.batch)  # `batch: N`: N inferences per run
+        graph = load_onnx(cfg.model, shapes)                          # ONNX -> IR, NHWC activations
         graph = run_passes(graph)                                     # fold constants/BatchNorm, fuse Relu/Clip, drop no-op transposes
         calib_path = cfg.calibration or cfg.verify
         if calib_path is None:
@@ -112,7 +117,8 @@ def compile_model(cfg: Config, target: Target, out_dir: Path, *, profile: bool,
     t0 = time.monotonic()
     graph, qgraph = front.graph_f32, front.graph_s8
     prefs = [isa.value for isa in target.kernel_preference]
-    variants = select_kernels(qgraph, prefs)                          # one kernel variant per op for this board
+    qgraph = select_layout(qgraph, target)                            # NHWC or CHWN per op for this board (+ relayouts)
+    variants = select_kernels(qgraph, prefs, target.isa_features)     # one kernel variant per op for this board
     scratch, inplace = scratch_sizes(qgraph, variants), inplace_inputs(variants)
     qgraph = order_for_memory(qgraph, scratch, target.buffer_alignment, inplace)  # order with the smallest live peak
     plan = plan_memory(qgraph, scratch, target.buffer_alignment, inplace=inplace)  # one static arena at the live bound

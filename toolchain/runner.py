@@ -14,14 +14,18 @@ from typing import Any
 
 import numpy as np
 
+from profiler.cycles import cycle_fields
 from profiler.memory_plot import plot_memory
 from profiler.numerics import MAX_SAMPLES, op_numerics
 from profiler.parse import MARK_SYMBOLS, OpCosts, ProfileError, from_harness, from_marks
 from profiler.report import build_report
 from targets import TimeSource
 from targets.qemu import function_at, run_firmware
+from targets.target import CYCLE_CLASSES
 from toolchain import __version__
+from toolchain.batch import batch_fields, declared_batch, tensor_layout
 from toolchain.data import load_data, quantize_inputs
+from toolchain.errors import InputError
 from toolchain.frontend.onnx_qdq_ort import lsb_agreement, run_onnxruntime
 from toolchain.interpret import interpret
 from toolchain.memory import PLANNERS, live_bound
@@ -58,7 +62,11 @@ def float_reference(build: Build, data: dict[str, np.ndarray], data_s8: dict[str
     opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     sess = ort.InferenceSession(str(model), opts, providers=["CPUExecutionProvider"])
     n = len(next(iter(data.values())))
-    runs = [sess.run(None, {k: v[i] for k, v in data.items()}) for i in range(n)]
+    if build.config.batch > 1 and declared_batch(model) == 1:  # `batch: N` on a batch-1 model: row by row
+        runs = [[np.concatenate(o) for o in zip(*(sess.run(None, {k: v[i][b:b + 1] for k, v in data.items()})
+                                                 for b in range(build.config.batch)))] for i in range(n)]
+    else:
+        runs = [sess.run(None, {k: v[i] for k, v in data.items()}) for i in range(n)]
     return [np.stack([r[j] for r in runs]) for j in range(len(runs[0]))]
 
 
@@ -82,7 +90,7 @@ def static_ops(build: Build) -> list[dict[str, Any]]:
         ops.append({"index": len(ops), "name": node.name, "op_type": node.op.value,
                     "kernel": build.variants[node.name].name, "output_shape": list(g.t(node.outputs[0]).shape),
                     "macs": c.macs, "weight_bytes": c.weight_bytes, "act_read_bytes": c.act_read_bytes,
-                    "act_write_bytes": c.act_write_bytes})
+                    "act_write_bytes": c.act_write_bytes, "layout": tensor_layout(g, node.outputs[0])})
     return ops
 
 
@@ -146,6 +154,8 @@ def run_and_verify(build: Build) -> Outcome:
     """Run the firmware on all verification samples (one run), verify, and build the report."""
     cfg, g, target = build.config, build.graph_s8, build.target
     data_path = cfg.verify or cfg.calibration
+    if data_path is None:  # a quantized model (.tflite, QDQ ONNX) builds without data, but runs need samples
+        raise InputError(f"{cfg.source or 'command line'}: `edgecc run` needs verification data; pass --verify DATA")
     data = load_data(data_path, build.graph_f32, cfg.preprocess)
     q = quantize_inputs(data, g)
     samples = write_inputs(build.fw_dir / "inputs.bin", q, g)
@@ -154,7 +164,7 @@ def run_and_verify(build: Build) -> Outcome:
     timeout = target.run_timeout_s(expected_instructions(build, samples))
     with ThreadPoolExecutor(max_workers=1) as pool:  # the board runs while Python computes the references
         pending = pool.submit(run_firmware, target, build.firmware.elf, cwd=build.fw_dir, timeout_s=timeout,
-                              marks=MARK_SYMBOLS)
+                              marks=MARK_SYMBOLS, classes=target.cycle_costs is not None)
         runs = [interpret(g, {k: v[i] for k, v in q.items()}, keep_all=i < MAX_SAMPLES) for i in range(samples)]
         expected = [np.stack([r[o] for r in runs]) for o in g.outputs]
         numerics = op_numerics(build.graph_f32, g, data, q, int8_envs=runs[:MAX_SAMPLES])  # per-op error vs float
@@ -218,5 +228,8 @@ def run_and_verify(build: Build) -> Outcome:
         harness_bytes=fw.harness.flash, verification=verification, status=status, fault=fault, numerics=numerics,
         timings={"build_python": round(build.python_s, 3), "build_gcc": round(build.gcc_s, 3), "run": round(log.wall_s, 3)},
         generator=f"edgecc {__version__}")
+    report.update(batch_fields(build, report))  # `batch: N`: per-inference figures; every tensor's layout
+    costs = None if target.cycle_costs is None else [target.cycle_costs[c] for c in CYCLE_CLASSES]
+    report.update(cycle_fields(report, log.marks, log.mark_classes, costs))  # estimated cycles (issue 6 point 5)
     code = {"pass": 0, "mismatch": 1, "gate": 1}.get(status, 3)
     return Outcome(report, code, log_text)

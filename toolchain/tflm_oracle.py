@@ -18,7 +18,6 @@ from typing import Any
 
 import numpy as np
 
-from toolchain.interpret import interpret
 from toolchain.ir import Graph
 
 TIMEOUT_S = 600
@@ -75,6 +74,8 @@ def first_difference(graph: Graph, model: Path, feeds: dict[str, np.ndarray], sa
     """Run TFLM (all tensors preserved) and our interpreter on one sample and return the first op, in
     execution order, whose output differs: index, name, op type, tensor, differing elements and the
     max abs difference (in the tensor's units: LSB for int8). None when every layer agrees."""
+    from toolchain.interpret import interpret  # not at module level: the subprocess side stays light
+
     res = run_tflm(model, [a[sample:sample + 1] for a in inputs], layers_of=0)
     if "error" in res:
         return {"error": res["error"]}

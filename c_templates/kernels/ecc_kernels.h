@@ -123,9 +123,8 @@ int ecc_resize_nearest_s8(int8_t *scratch, int32_t batches, int32_t in_h, int32_
 int ecc_resize_bilinear_s8(int8_t *scratch, int32_t batches, int32_t in_h, int32_t in_w, int32_t channels,
     const int8_t *input, int32_t out_h, int32_t out_w, const int32_t *ytab, const int32_t *xtab, int8_t *output);
 
-int ecc_quantize_s8(int8_t *scratch, double scale, int32_t zero_point, int32_t size, const float *input, int8_t *output);
-
-int ecc_dequantize_s8(int8_t *scratch, double scale, int32_t zero_point, int32_t size, const int8_t *input, float *output);
+/* ecc_quantize_s8 / ecc_dequantize_s8 (float32 model edges) are declared in
+ * portable/ecc_float_edge_kernels.h, shipped only with the models that use them. */
 
 int ecc_requant_s8(int8_t *scratch, int32_t input_offset, int32_t mult, int32_t shift, int32_t output_offset,
     int32_t size, const int8_t *input, int8_t *output);

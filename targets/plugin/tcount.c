@@ -6,12 +6,21 @@
  *                function, address from nm), record (index, instructions retired so far).
  *   exact=1      count per instruction (exact even when a TB is left early, e.g. on a fault or
  *                exception) instead of per translation block. targets.qemu always passes it.
+ *   classes=1    also count instructions per class (tc_classify.h: decoded from the instruction
+ *                bytes, approximate) for the cycle estimate; needs exact=1.
+ *   isa=thumb|a64  the instruction set to decode for classes (default thumb).
  *
  * Output at exit, through qemu_plugin_outs (visible only with -d plugin [-D file]):
  *   tcount: v2 total_insns=<N> marks=<K> dropped=<D> exact=<0|1>
  *   tcount: mark <i> which=<index> insns=<count>        (K lines, i = 0..K-1, firing order)
+ * With classes=1 a line after the header gives the totals per class, and every mark line the
+ * counts per class when it fired (C = load store mac branch other vload vstore vmac vother vgather
+ * xfer; the first ten sum to the instructions, xfer counts extra registers of multiple transfers):
+ *   tcount: classes load=<n> store=<n> ... xfer=<n>
+ *   tcount: mark <i> which=<index> insns=<count> load=<n> ... xfer=<n>
  * A single vCPU is assumed (Cortex-M boards, single-threaded user programs). */
 #include "tc_qemu_plugin_api.h"
+#include "tc_classify.h"
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,8 +35,10 @@ static uint64_t g_insns;
 static uint64_t g_mark_addr[TC_MAXMARK];
 static int g_nmark;
 static int g_exact;
+static int g_classes, g_a64;
+static uint64_t g_cls[TC_NCLASS];
 
-typedef struct { uint64_t insns; uint32_t which; } tc_rec;
+typedef struct { uint64_t insns; uint32_t which; uint64_t cls[TC_NCLASS]; } tc_rec;
 static tc_rec *g_rec;
 static size_t g_nrec, g_caprec;
 static uint64_t g_dropped;
@@ -44,6 +55,7 @@ static void on_mark(unsigned int vcpu, void *ud)
     }
     g_rec[g_nrec].insns = g_insns;
     g_rec[g_nrec].which = (uint32_t)(uintptr_t)ud;
+    memcpy(g_rec[g_nrec].cls, g_cls, sizeof g_cls);
     g_nrec++;
 }
 
@@ -57,6 +69,14 @@ static void on_tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
         struct qemu_plugin_insn *insn = qemu_plugin_tb_get_insn(tb, i);
         if (g_exact)
             qemu_plugin_register_vcpu_insn_exec_inline(insn, QEMU_PLUGIN_INLINE_ADD_U64, &g_insns, 1);
+        if (g_classes) {
+            int xfer;
+            const int c = tc_classify(qemu_plugin_insn_data(insn), qemu_plugin_insn_size(insn), g_a64, &xfer);
+            qemu_plugin_register_vcpu_insn_exec_inline(insn, QEMU_PLUGIN_INLINE_ADD_U64, &g_cls[c], 1);
+            if (xfer > 0)
+                qemu_plugin_register_vcpu_insn_exec_inline(insn, QEMU_PLUGIN_INLINE_ADD_U64, &g_cls[TC_XFER],
+                                                           (uint64_t)xfer);
+        }
         uint64_t va = qemu_plugin_insn_vaddr(insn);
         for (int m = 0; m < g_nmark; m++)
             if (va == g_mark_addr[m])
@@ -64,16 +84,37 @@ static void on_tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
     }
 }
 
+/* " load=<n> store=<n> ..." of the class counters c, appended to line (size n) */
+static void put_classes(char *line, size_t n, const uint64_t *c)
+{
+    size_t at = strlen(line);
+    if (at && line[at - 1] == '\n')
+        line[--at] = 0;
+    for (int k = 0; k < TC_NCLASS && at < n; k++)
+        at += (size_t)snprintf(line + at, n - at, " %s=%" PRIu64, tc_class_name[k], c[k]);
+    if (at + 1 < n) {
+        line[at] = '\n';
+        line[at + 1] = 0;
+    }
+}
+
 static void on_exit_cb(qemu_plugin_id_t id, void *ud)
 {
     (void)id; (void)ud;
-    char line[160];
+    char line[512];
     snprintf(line, sizeof line, "tcount: v2 total_insns=%" PRIu64 " marks=%zu dropped=%" PRIu64 " exact=%d\n",
              g_insns, g_nrec, g_dropped, g_exact);
     qemu_plugin_outs(line);
+    if (g_classes) {
+        snprintf(line, sizeof line, "tcount: classes");
+        put_classes(line, sizeof line, g_cls);
+        qemu_plugin_outs(line);
+    }
     for (size_t i = 0; i < g_nrec; i++) {
         snprintf(line, sizeof line, "tcount: mark %zu which=%" PRIu32 " insns=%" PRIu64 "\n",
                  i, g_rec[i].which, g_rec[i].insns);
+        if (g_classes)
+            put_classes(line, sizeof line, g_rec[i].cls);
         qemu_plugin_outs(line);
     }
 }
@@ -88,12 +129,18 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
             g_mark_addr[g_nmark++] = strtoull(argv[i] + 5, &end, 0);
         } else if (!strncmp(argv[i], "exact=", 6)) {
             g_exact = (int)strtol(argv[i] + 6, &end, 10);
+        } else if (!strncmp(argv[i], "classes=", 8)) {
+            g_classes = (int)strtol(argv[i] + 8, &end, 10);
+        } else if (!strcmp(argv[i], "isa=thumb") || !strcmp(argv[i], "isa=a64")) {
+            g_a64 = argv[i][4] == 'a';
+            end = argv[i] + strlen(argv[i]);
         } else {
             fprintf(stderr, "tcount: unknown arg %s\n", argv[i]);
             return -1;
         }
         if (!end || *end) { fprintf(stderr, "tcount: bad number in %s\n", argv[i]); return -1; }
     }
+    if (g_classes && !g_exact) { fprintf(stderr, "tcount: classes=1 needs exact=1\n"); return -1; }
     qemu_plugin_register_vcpu_tb_trans_cb(id, on_tb_trans);
     qemu_plugin_register_atexit_cb(id, on_exit_cb, NULL);
     return 0;

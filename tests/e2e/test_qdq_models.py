@@ -95,3 +95,12 @@ def test_kws_dscnn_qdq(tmp_path: Path, edgecc, need_board, board: str) -> None:
     print(f"{board}: ort_max_abs_diff_lsb {v['ort_max_abs_diff_lsb']}, ort_exact_fraction {v['ort_exact_fraction']:.4f}")
     # rounding: tflm (the only mode in C) is not ORT's: a few LSB are possible (test_onnx_qdq.py measures it)
     assert v["ort_exact_fraction"] >= 0.98
+
+
+@pytest.mark.needs_gcc
+def test_run_without_data_is_a_one_line_error(tmp_path: Path, edgecc, need_board) -> None:
+    need_board("host")  # `build` needs no data at all (no calibration); `run` needs samples to verify
+    model = _bl01_model(tmp_path / "bl01.onnx")
+    assert edgecc("build", "--model", model, "--board", "host", "--out", tmp_path / "b", "--quiet").code == 0
+    res = edgecc("run", "--model", model, "--board", "host", "--out", tmp_path / "r", "--quiet")
+    assert res.code == 2 and "needs verification data" in res.err and not (tmp_path / "r").exists()

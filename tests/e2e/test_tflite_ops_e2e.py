@@ -5,6 +5,7 @@ exception (CONCATENATION of inputs with different qparams, BL-25), where the rep
 gave no reference. (The first-differing-op search is tested in tests/ops/test_tflm_oracle.py.)"""
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -16,7 +17,7 @@ _OPS = str(Path(__file__).resolve().parents[1] / "ops")
 if _OPS not in sys.path:
     sys.path.append(_OPS)
 
-from tflite_op_cases import FLOAT, I8, OP, OPT, Model, S, _ints  # noqa: E402
+from tflite_op_cases import FLOAT, I8, OP, OPT, Model, S, _ints
 
 F = np.float32
 
@@ -140,6 +141,9 @@ def test_chain_of_every_new_op(tflite_run, board):
     v = r["verification"]
     assert job.code == 0 and r["status"] == "pass", (r["status"], r["fault"], v["mismatches"], job.err)
     assert v["bit_exact"] and v["tflm_bit_exact"] is True and v["samples"] == 6, v["tflm"]
+    jsonschema = pytest.importorskip("jsonschema")
+    schema = json.loads((Path(__file__).resolve().parents[2] / "profiler" / "schema.json").read_text())
+    jsonschema.validate(r, schema)    # tflm_bit_exact and tflm are documented fields
     kinds = {op["op_type"] for op in r["ops"]}
     assert {"Pad", "ResizeBilinear", "Sub", "Mul", "HardSwish", "LeakyRelu", "PRelu", "ResizeNearestNeighbor",
             "Concatenation", "Tanh", "Mean", "Logistic", "Requantize", "Add"} <= kinds
@@ -165,3 +169,75 @@ def test_tflm_exception_is_reported_not_hidden(tflite_run):
     v = r["verification"]
     assert v["bit_exact"] is True and v["tflm_bit_exact"] is None
     assert "TFLM failed" in v["tflm"]["error"] and "concatenation" in v["tflm"]["error"]
+
+
+def _onnx_model(path: Path) -> None:
+    """x [1,3,8,8] -> Conv -> swish (Sigmoid, Mul of two activations) -> Pad -> MaxPool -> Resize x2
+    -> Concat with a second Conv -> HardSwish -> Sub of a constant -> LeakyRelu -> PRelu -> ReduceMean
+    -> Gemm -> Tanh: the ONNX side of the new ops through our quantizer and the generated C."""
+    import onnx
+    from onnx import helper, numpy_helper
+
+    rng = np.random.default_rng(8)
+    w = lambda *s: rng.uniform(-0.5, 0.5, s).astype(np.float32)  # noqa: E731
+    n = helper.make_node
+    nodes = [n("Conv", ["x", "w1"], ["c1"], pads=[1, 1, 1, 1]), n("Sigmoid", ["c1"], ["s"]), n("Mul", ["c1", "s"], ["sw"]),
+             n("Pad", ["sw", "pads"], ["p"]), n("MaxPool", ["p"], ["mp"], kernel_shape=[3, 3], strides=[2, 2]),
+             n("Resize", ["mp", "", "scales"], ["r"], mode="nearest"), n("Conv", ["x", "w2"], ["c2"]),
+             n("Concat", ["r", "c2"], ["cat"], axis=1), n("HardSwish", ["cat"], ["hs"]), n("Sub", ["hs", "k"], ["sb"]),
+             n("LeakyRelu", ["sb"], ["lr"], alpha=0.1), n("PRelu", ["lr", "slope"], ["pr"]),
+             n("ReduceMean", ["pr"], ["m"], axes=[2, 3], keepdims=0), n("Gemm", ["m", "g"], ["gm"], transB=1),
+             n("Tanh", ["gm"], ["y"])]
+    inits = {"w1": w(4, 3, 3, 3), "w2": w(2, 3, 1, 1), "pads": np.array([0, 0, 1, 1, 0, 0, 1, 1], np.int64),
+             "scales": np.array([1, 1, 2, 2], np.float32), "k": w(6, 1, 1), "slope": w(6, 1, 1), "g": w(5, 6)}
+    g = helper.make_graph(nodes, "new_ops", [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1, 3, 8, 8])],
+                          [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, None)],
+                          [numpy_helper.from_array(v, k) for k, v in inits.items()])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 14)])   # HardSwish: opset 14
+    m.ir_version = 8
+    onnx.save(m, str(path))
+
+
+@pytest.mark.parametrize("board", ["host"])
+def test_onnx_model_of_new_ops_through_the_quantizer(tmp_path, edgecc, need_board, board):
+    need_board(board)
+    _onnx_model(tmp_path / "m.onnx")
+    np.save(tmp_path / "x.npy", np.random.default_rng(9).uniform(-1, 1, (8, 8, 8, 3)).astype(np.float32))  # NHWC
+    res = edgecc("run", "--model", tmp_path / "m.onnx", "--board", board, "--calibration", tmp_path / "x.npy",
+                 "--out", tmp_path / "out", "--quiet")
+    job = finish(res, tmp_path / "out")
+    r = job.report
+    assert r is not None and job.code == 0 and r["status"] == "pass", (job.err, r and r["verification"])
+    assert r["verification"]["bit_exact"] and "tflm_bit_exact" not in r["verification"]
+    assert r["verification"]["sqnr_db"] > 20
+    kinds = {op["op_type"] for op in r["ops"]}
+    assert {"Logistic", "Mul", "Pad", "ResizeNearestNeighbor", "Concatenation", "HardSwish", "Sub", "LeakyRelu",
+            "PRelu", "Mean", "Tanh"} <= kinds
+
+
+@pytest.mark.parametrize("board", ["aarch64", "aarch64-v80", "mps2-an386"])
+def test_bl04_minus_128_products_on_simd_boards(tmp_path, edgecc, need_board, board):
+    """BL-04 on the boards with SIMD kernels (NEON with and without SDOT, Cortex-M DSP): an imported FC
+    whose weights are all -128 against activations of -128 (x - zp = -133), K = 32: every pair of
+    products is 34048 > 32767, so a kernel keeping two products in an int16 lane would wrap. The board
+    must equal TFLM and our interpreter."""
+    from _tflite_cases import fc_case
+
+    need_board(board)
+    rng = np.random.default_rng(404)
+    x = np.full((2, 32), -128, np.int8)
+    wq = np.full((3, 32), -128, np.int8)
+    model, _ = fc_case(rng, b=2, k=32, o=3, scales=(F(0.02), F(0.01), F(0.02 * 0.01 * 16384)),
+                       bias_values=np.zeros(3, np.int32), x=x, wq=wq)
+    (tmp_path / "fc.tflite").write_bytes(model)
+    np.save(tmp_path / "x.npy", ((x.astype(np.float64) - 5) * F(0.02)).astype(np.float32)[None])  # input zp 5
+    res = edgecc("run", "--model", tmp_path / "fc.tflite", "--board", board, "--verify", tmp_path / "x.npy",
+                 "--out", tmp_path / "out", "--quiet")
+    job = finish(res, tmp_path / "out")
+    r = job.report
+    assert r is not None and job.code == 0 and r["status"] == "pass", (job.err, r and r["verification"])
+    assert r["verification"]["bit_exact"] and r["verification"]["tflm_bit_exact"] is True
+    out = np.fromfile(job.out / "fw" / "outputs.bin", np.int8)
+    assert out.tolist() == [30] * 6   # 544768 / 2^14 = 33.25 -> 33, output zp -3
+    kernel = r["ops"][0]["kernel"]   # NEON runs its -128-safe variant; the DSP lane-pair kernel is not chosen
+    assert kernel.startswith("neon") if board.startswith("aarch64") else kernel == "portable"

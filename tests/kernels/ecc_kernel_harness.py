@@ -16,7 +16,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 REPO = Path(__file__).resolve().parents[2]
 KERNELS_DIR = REPO / "c_templates" / "kernels"
 PORTABLE_DIR = KERNELS_DIR / "portable"
-HEADERS = (KERNELS_DIR / "ecc_kernels.h", PORTABLE_DIR / "ecc_fixed_point.h")
+HEADERS = (KERNELS_DIR / "ecc_kernels.h", PORTABLE_DIR / "ecc_fixed_point.h", PORTABLE_DIR / "ecc_float_edge_kernels.h")
 OPS = ("conv2d_s8", "depthwise_conv2d_s8", "fully_connected_s8", "avg_pool2d_s8", "max_pool2d_s8",
        "add_s8", "softmax_s8", "clamp_s8", "transpose_s8", "mul_s8", "pad_s8",
        # issue 4 (their vectors run through tests/ops/_c_graph.py with the op modules' argument lists)

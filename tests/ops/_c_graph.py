@@ -26,7 +26,7 @@ def build_portable_library(out_dir: Path, cc: str = "gcc") -> ctypes.CDLL:
     """All of c_templates/kernels/portable/*.c.j2 in one host shared library."""
     out_dir.mkdir(parents=True, exist_ok=True)
     kernels = TEMPLATE_DIR / "kernels"
-    for h in (kernels / "ecc_kernels.h", kernels / "portable" / "ecc_fixed_point.h"):
+    for h in (kernels / "ecc_kernels.h", *sorted((kernels / "portable").glob("*.h"))):
         (out_dir / h.name).write_text(h.read_text())
     srcs = []
     for tpl in sorted((kernels / "portable").glob("*.c.j2")):

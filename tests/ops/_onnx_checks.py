@@ -15,14 +15,14 @@ _UNIT = str(Path(__file__).resolve().parents[1] / "unit")
 if _UNIT not in sys.path:
     sys.path.append(_UNIT)
 
-from graph_builder import run_ort  # noqa: E402
+from graph_builder import run_ort
 
-from quantize import quantize  # noqa: E402
-from toolchain.data import quantize_inputs  # noqa: E402
-from toolchain.frontend.onnx import load_onnx  # noqa: E402
-from toolchain.interpret import interpret  # noqa: E402
-from toolchain.ir import Graph  # noqa: E402
-from toolchain.passes import run_passes  # noqa: E402
+from quantize import quantize
+from toolchain.data import quantize_inputs
+from toolchain.frontend.onnx import load_onnx
+from toolchain.interpret import interpret
+from toolchain.ir import Graph
+from toolchain.passes import run_passes
 
 
 def model(nodes, inputs: dict, outputs: list[str], inits: dict | None = None, opset: int = 17) -> onnx.ModelProto:

@@ -55,8 +55,9 @@ def _both(lib, g: Graph, feeds: dict) -> np.ndarray:
 
 # ---- TFLM models of this file -------------------------------------------------------------------
 def _tflm_models() -> dict[str, tuple[bytes, list[np.ndarray]]]:
-    from tflite_op_cases import I8 as T8, OP, OPT, Model, S, _ints, _one, unary
     from _tflite_cases import conv_case
+    from tflite_op_cases import I8 as T8
+    from tflite_op_cases import OP, OPT, Model, S, _ints, _one, unary
 
     rng = np.random.default_rng(404)
     out = {}

@@ -35,9 +35,9 @@ def test_ceil_mode_window_past_the_end_pads_is_not_counted():
 
 @pytest.mark.parametrize("cip", [0, 1])
 @pytest.mark.parametrize("ceil_mode", [0, 1])
-@pytest.mark.parametrize("geom", [dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]),
-                                  dict(kernel_shape=[3, 3], strides=[3, 3], pads=[1, 1, 1, 1]),
-                                  dict(kernel_shape=[2, 3], strides=[2, 2], pads=[0, 1, 1, 0])])
+@pytest.mark.parametrize("geom", [{"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]},
+                                  {"kernel_shape": [3, 3], "strides": [3, 3], "pads": [1, 1, 1, 1]},
+                                  {"kernel_shape": [2, 3], "strides": [2, 2], "pads": [0, 1, 1, 0]}])
 def test_onnx_average_pool_int8(cip, ceil_mode, geom, tmp_path, portable_lib):
     node = helper.make_node("AveragePool", ["x"], ["y"], count_include_pad=cip, ceil_mode=ceil_mode, **geom)
     m = model([node], {"x": (1, 3, 5, 7)}, ["y"])

@@ -278,10 +278,51 @@ def _sweeps():
 SWEEPS = _sweeps()
 
 
+def _random_shape(rng, rank: int) -> tuple[int, ...]:
+    return tuple(int(v) for v in rng.integers(1, 8, rank))
+
+
+def _random_case(op: str, rng):
+    """One random case of `op` for the full sweep (broadcast patterns, odd sizes, scales, options)."""
+    if op in ("add", "sub", "mul"):
+        a = _random_shape(rng, int(rng.integers(1, 5)))
+        b = tuple(d if rng.random() < 0.5 else 1 for d in a[len(a) - int(rng.integers(1, len(a) + 1)):])
+        a, b = (b, a) if rng.random() < 0.3 else (a, b)
+        return binary(rng, op, a, b, ("none", "relu", "relu6")[int(rng.integers(0, 3))], const_b=rng.random() < 0.3)
+    if op in ("logistic", "tanh", "hard_swish", "leaky_relu"):
+        extra = {"alpha": float(rng.uniform(-0.5, 1.5))} if op == "leaky_relu" else {}
+        return unary(rng, op, _random_shape(rng, 4), in_scale=_scale(rng, 0.002, 2.0), **extra)
+    if op == "concat":
+        base, ax = _random_shape(rng, 4), int(rng.integers(0, 4))
+        shapes = [tuple(int(rng.integers(1, 6)) if i == ax else d for i, d in enumerate(base))
+                  for _ in range(int(rng.integers(2, 5)))]
+        return concat(rng, shapes, ax)
+    if op == "pad":
+        shape = _random_shape(rng, 4)
+        return pad(rng, shape, [[int(v) for v in rng.integers(0, 3, 2)] for _ in shape], v2=rng.random() < 0.5)
+    if op == "mean":
+        return mean(rng, _random_shape(rng, 4), [1, 2], bool(rng.random() < 0.5), bool(rng.random() < 0.5))
+    if op == "prelu":
+        shape = _random_shape(rng, 4)
+        return prelu(rng, shape, (1, 1, shape[3]))
+    if op in ("resize_nearest", "resize_bilinear"):
+        ac = bool(rng.random() < 0.3)
+        return resize(rng, op.split("_")[1], (1, *_random_shape(rng, 3)), tuple(int(v) for v in rng.integers(1, 12, 2)),
+                      ac, not ac and rng.random() < 0.5)
+    return None
+
+
 def sweep(op: str, full: bool = False) -> dict[str, tuple[bytes, list[np.ndarray]]]:
-    """One op's cases (seeded by the op name: the same models every run)."""
+    """One op's cases (seeded by the op name: the same models every run); the full sweep adds 20
+    random ones per op."""
     rng = np.random.default_rng(zlib.crc32(op.encode()))
-    return SWEEPS[op](rng, full)
+    cases = SWEEPS[op](rng, full)
+    if full:
+        for i in range(20):
+            case = _random_case(op, rng)
+            if case is not None:
+                cases[f"{op}_random{i}"] = case
+    return cases
 
 
 def all_cases(full: bool = False) -> dict[str, tuple[bytes, list[np.ndarray]]]:

@@ -160,7 +160,7 @@ def sigmoid(b: Builder, X):
 
 
 @converter("Tanh")
-def tanh(b: Builder, input):  # noqa: A002 - ONNX input name
+def tanh(b: Builder, input):
     _unary(b, OpKind.TANH, input, TanhAttrs())
 
 
@@ -207,7 +207,7 @@ def resize(b: Builder, X, roi=None, scales=None, sizes=None, *, mode="nearest", 
         full_sc = [1.0] * 4
         for a, v in zip(full, sc, strict=True):
             full_sc[a % 4] = v
-        full_out = [int(math.floor(d * s)) for d, s in zip(shape, full_sc, strict=True)]
+        full_out = [math.floor(d * s) for d, s in zip(shape, full_sc, strict=True)]
         scale = (full_sc[2], full_sc[3])
     if full_out[:2] != list(shape[:2]):
         raise b.unsupported(f"Resize of the batch or channel axis ({list(shape)} -> {full_out})")

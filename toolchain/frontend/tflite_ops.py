@@ -11,7 +11,6 @@ import numpy as np
 
 from toolchain.frontend.tflite import Builder, converter
 from toolchain.ir import DType
-from toolchain.ops.registry import OpKind
 from toolchain.ops.binary import BinaryAttrs
 from toolchain.ops.clamp import ClampAttrs
 from toolchain.ops.concat import ConcatAttrs
@@ -22,6 +21,7 @@ from toolchain.ops.mean import MeanAttrs
 from toolchain.ops.pad import PadAttrs
 from toolchain.ops.prelu import PReluAttrs
 from toolchain.ops.quantize_ops import QuantizeAttrs
+from toolchain.ops.registry import OpKind
 from toolchain.ops.resize import ResizeAttrs
 from toolchain.ops.tanh import TanhAttrs
 
@@ -120,7 +120,7 @@ def prelu(b: Builder, input: int, alpha: int) -> None:
 
 
 def _resize(b: Builder, kind: OpKind, input: int, size: int, align_corners: bool, half_pixel_centers: bool) -> None:
-    x, y = b.act(input), b.act(b.op.outputs[0], "output")
+    x = b.act(input)
     hw = _const_ints(b, size, "size").reshape(-1)
     if len(x.shape) != 4 or hw.size != 2:
         raise b.unsupported(f"resize of {list(x.shape)} to size {hw.tolist()}")

@@ -16,6 +16,7 @@ from toolchain.ops import (  # noqa: F401 - imported for their @register side ef
     pool2d,
     prelu,
     quantize_ops,
+    relayout,
     resize,
     shape_ops,
     softmax,

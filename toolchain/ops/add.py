@@ -16,6 +16,8 @@ from toolchain.ops.binary import broadcast_args, broadcast_shape, needs_broadcas
 from toolchain.ops.common import NO_ACT, act_range_s8, apply_act_f32, quantize_operand
 from toolchain.ops.fixed_point import add_params
 from toolchain.ops.packing import INT32_LIMIT, dsp_variant
+from toolchain.ops import neon_variants
+from toolchain.ops import helium_variants
 from toolchain.ops.registry import CArg, Cost, OpDef, OpKind, portable, register
 
 
@@ -77,7 +79,7 @@ DSP = dsp_variant("add", applies=lambda n, g: (not needs_broadcast(n, g) and g.t
 @register(OpKind.ADD)
 class Add(OpDef):
     # the flat kernel allows output == either input; broadcast shapes take the strided kernel
-    variants = (DSP, portable("add", applies=lambda n, g: not needs_broadcast(n, g), inplace_inputs=(0, 1)),
+    variants = (DSP, neon_variants.ADD, *helium_variants.ADD, portable("add", applies=lambda n, g: not needs_broadcast(n, g), inplace_inputs=(0, 1)),
                 portable("add_broadcast", applies=needs_broadcast, args=lambda n, g: _broadcast_args(n, g)))
 
     def infer_shapes(self, node: Node, graph: Graph) -> list[tuple[int, ...]]:

@@ -18,8 +18,14 @@ import numpy as np
 from toolchain.ir import Graph, Node
 from toolchain.ops.common import NO_ACT, act_range_s8, apply_act_f32, quantize_operand
 from toolchain.ops.elementwise import mul_s8
-from toolchain.ops.fixed_point import (AddParams, mul_params, multiply_by_quantized_multiplier, quantize_multiplier,
-                                       requantize_s8, wrap_int32)
+from toolchain.ops.fixed_point import (
+    AddParams,
+    mul_params,
+    multiply_by_quantized_multiplier,
+    quantize_multiplier,
+    requantize_s8,
+    wrap_int32,
+)
 from toolchain.ops.registry import CArg, Cost, OpDef, OpKind, portable, register
 
 MAX_LOOP_DIMS = 4

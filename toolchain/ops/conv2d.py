@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from toolchain.ir import Graph, Node
 from toolchain.ops.common import NO_ACT, Window, act_range_s8, apply_act_f32, conv_f32, quantize_bias, quantize_weights, requant_arrays
 from toolchain.ops.packing import MODES, dsp_variant, fold_layer, gemm_groups, pack_gemm_blob
+from toolchain.ops import neon_variants
+from toolchain.ops import helium_variants
 from toolchain.ops.registry import CArg, Cost, KernelVariant, OpDef, OpKind, portable, register
 
 
@@ -163,7 +165,7 @@ DSP_VARIANTS = tuple(_dsp(mode, pointwise) for pointwise in (True, False) for mo
 
 @register(OpKind.CONV2D)
 class Conv2D(OpDef):
-    variants = (*DSP_VARIANTS, portable("conv2d"))
+    variants = (*DSP_VARIANTS, *neon_variants.CONV2D, *helium_variants.CONV2D, portable("conv2d"))
 
     def infer_shapes(self, node: Node, graph: Graph) -> list[tuple[int, ...]]:
         n, h, w, cin = graph.t(node.inputs[0]).shape

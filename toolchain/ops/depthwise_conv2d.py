@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from toolchain.ir import Graph, Node
 from toolchain.ops.common import NO_ACT, Window, act_range_s8, apply_act_f32, conv_f32, quantize_bias, quantize_weights, requant_arrays
 from toolchain.ops.packing import MODES, dsp_variant, fold_layer
+from toolchain.ops import neon_variants
+from toolchain.ops import helium_variants
 from toolchain.ops.registry import CArg, Cost, KernelVariant, OpDef, OpKind, portable, register
 
 
@@ -125,7 +127,7 @@ DSP_VARIANTS = tuple(_dsp(mode, three) for three in (True, False) for mode in MO
 
 @register(OpKind.DEPTHWISE_CONV2D)
 class DepthwiseConv2D(OpDef):
-    variants = (*DSP_VARIANTS, portable("depthwise_conv2d"))
+    variants = (*DSP_VARIANTS, *neon_variants.DEPTHWISE_CONV2D, *helium_variants.DEPTHWISE_CONV2D, portable("depthwise_conv2d"))
 
     def infer_shapes(self, node: Node, graph: Graph) -> list[tuple[int, ...]]:
         n, h, w, cin = graph.t(node.inputs[0]).shape

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from toolchain.ir import Graph, Node
 from toolchain.ops.common import NO_ACT, act_range_s8, apply_act_f32, quantize_bias, quantize_weights, requant_arrays
 from toolchain.ops.packing import dsp_variant, fold_layer, gemm_groups, pack_gemm_blob
+from toolchain.ops import neon_variants
+from toolchain.ops import helium_variants
 from toolchain.ops.registry import CArg, Cost, OpDef, OpKind, portable, register
 
 
@@ -97,7 +99,7 @@ DSP = dsp_variant("fully_connected", applies=lambda n, g: _node_plan(n, g) is no
 
 @register(OpKind.FULLY_CONNECTED)
 class FullyConnected(OpDef):
-    variants = (DSP, portable("fully_connected"))
+    variants = (DSP, *neon_variants.FULLY_CONNECTED, *helium_variants.FULLY_CONNECTED, portable("fully_connected"))
 
     def infer_shapes(self, node: Node, graph: Graph) -> list[tuple[int, ...]]:
         b, k = graph.t(node.inputs[0]).shape

@@ -57,7 +57,7 @@ def reduce_layout(shape: tuple[int, ...], axes: tuple[int, ...]) -> tuple[int, i
     if red and big.index(red[-1]) - big.index(red[0]) + 1 != len(red):
         raise ValueError(f"mean over axes {list(axes)} of {list(shape)}: reduced axes are not contiguous")
     lo, hi = (red[0], red[-1] + 1) if red else (len(shape), len(shape))
-    prod = lambda s: int(np.prod(s, dtype=np.int64))  # noqa: E731
+    prod = lambda s: int(np.prod(s, dtype=np.int64))
     return prod(shape[:lo]), prod([shape[i] for i in red]), prod(shape[hi:])
 
 

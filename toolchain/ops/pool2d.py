@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from toolchain.ir import Graph, Node
 from toolchain.ops.common import NO_ACT, Window, act_range_s8, apply_act_f32
 from toolchain.ops.packing import dsp_variant
+from toolchain.ops import neon_variants
+from toolchain.ops import helium_variants
 from toolchain.ops.registry import CArg, Cost, OpDef, OpKind, portable, register
 
 
@@ -138,7 +140,7 @@ DSP_MAX = dsp_variant("max_pool2d", applies=lambda n, g: True, scratch_bytes=lam
 
 @register(OpKind.AVG_POOL2D)
 class AvgPool2D(_Pool):
-    variants = (DSP_AVG, portable("avg_pool2d"))
+    variants = (DSP_AVG, *neon_variants.AVG_POOL2D, *helium_variants.AVG_POOL2D, portable("avg_pool2d"))
 
     def reference_f32(self, node: Node, graph: Graph, ins: list[np.ndarray]) -> list[np.ndarray]:
         win = node.attrs.window
@@ -174,7 +176,7 @@ class AvgPool2D(_Pool):
 
 @register(OpKind.MAX_POOL2D)
 class MaxPool2D(_Pool):
-    variants = (DSP_MAX, portable("max_pool2d"))
+    variants = (DSP_MAX, *neon_variants.MAX_POOL2D, *helium_variants.MAX_POOL2D, portable("max_pool2d"))
 
     def reference_f32(self, node: Node, graph: Graph, ins: list[np.ndarray]) -> list[np.ndarray]:
         oh, ow = graph.t(node.outputs[0]).shape[1:3]

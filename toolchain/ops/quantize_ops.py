@@ -19,6 +19,8 @@ from toolchain.ir import Graph, Node
 from toolchain.ops.concat import requant_params, requantize_s8
 from toolchain.ops.registry import CArg, OpDef, OpKind, portable, register
 
+FLOAT_EDGE_HEADER = "portable/ecc_float_edge_kernels.h"  # the only kernels using float: shipped when used
+
 
 @dataclass(frozen=True)
 class QuantizeAttrs:
@@ -47,7 +49,7 @@ class _Edge(OpDef):
 
 @register(OpKind.QUANTIZE)
 class Quantize(_Edge):
-    variants = (portable("quantize"),)
+    variants = (portable("quantize", headers=(FLOAT_EDGE_HEADER,)),)
 
     def reference_f32(self, node: Node, graph: Graph, ins: list[np.ndarray]) -> list[np.ndarray]:
         return [np.asarray(ins[0], np.float32)]
@@ -64,7 +66,7 @@ class Quantize(_Edge):
 
 @register(OpKind.DEQUANTIZE)
 class Dequantize(_Edge):
-    variants = (portable("dequantize"),)
+    variants = (portable("dequantize", headers=(FLOAT_EDGE_HEADER,)),)
 
     def reference_f32(self, node: Node, graph: Graph, ins: list[np.ndarray]) -> list[np.ndarray]:
         x = np.asarray(ins[0])

@@ -45,6 +45,7 @@ class OpKind(enum.Enum):
     QUANTIZE = "Quantize"
     DEQUANTIZE = "Dequantize"
     REQUANTIZE = "Requantize"
+    RELAYOUT = "Relayout"  # a change of memory layout (passes/select_layout.py)
 
 
 class Unsupported(Exception):
@@ -88,6 +89,12 @@ class KernelVariant:
     # Input positions the kernel may overwrite with its output (output == input pointer is
     # allowed, e.g. elementwise loops); the memory planner uses it when that input dies here.
     inplace_inputs: tuple[int, ...] = ()
+    # Board features (boards.yaml isa_features, e.g. "dotprod") the kernel needs beyond its ISA
+    # folder; lower.select_kernels skips the variant on boards lacking any of them.
+    requires: frozenset[str] = frozenset()
+    # Activation layouts (NHWC, NCHW, CHWN) the kernel reads and writes; lower.select_kernels only
+    # chooses it for nodes whose output has one of them (graph.meta["layouts"], default NHWC).
+    layouts: frozenset[str] = frozenset({"NHWC"})
 
 
 @dataclass(frozen=True)

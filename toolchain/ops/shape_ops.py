@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from toolchain.ir import Graph, Node
+from toolchain.ops import relayout
 from toolchain.ops.registry import CArg, OpDef, OpKind, portable, register
 
 
@@ -45,7 +46,7 @@ class Reshape(OpDef):
 
 @register(OpKind.TRANSPOSE)
 class Transpose(OpDef):
-    variants = (portable("transpose"),)
+    variants = (relayout.TRANSPOSE_NEON, portable("transpose"))
 
     def infer_shapes(self, node: Node, graph: Graph) -> list[tuple[int, ...]]:
         src = graph.t(node.inputs[0]).shape

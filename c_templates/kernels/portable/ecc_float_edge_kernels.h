@@ -1,0 +1,14 @@
+/* edgecc kernels at the float32 edges of an int8 model (TFLite QUANTIZE / DEQUANTIZE). Kept out of
+ * ecc_kernels.h: only a model with a float input or output ships this header and uses floating point. */
+#ifndef ECC_FLOAT_EDGE_KERNELS_H
+#define ECC_FLOAT_EDGE_KERNELS_H
+
+#include <stdint.h>
+
+/* q = round_half_away((double)x / scale) + zero_point, saturated to int8 */
+int ecc_quantize_s8(int8_t *scratch, double scale, int32_t zero_point, int32_t size, const float *input, int8_t *output);
+
+/* y = (float)(scale * (double)(q - zero_point)) */
+int ecc_dequantize_s8(int8_t *scratch, double scale, int32_t zero_point, int32_t size, const int8_t *input, float *output);
+
+#endif /* ECC_FLOAT_EDGE_KERNELS_H */

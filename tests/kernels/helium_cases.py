@@ -1,0 +1,221 @@
+"""The cases of the Helium kernel tests: every CMSIS-NN conformance set of the families the helium
+kernels implement, and seeded random cases for the corners (odd channel counts, K not a multiple of
+16, strides, padding on every side, dilation, zero points -128/127, -128 weights in the GEMM
+kernels, dead channels, both requantization modes).
+
+Each case goes through the compiler's own glue (toolchain/ops/helium_variants.py) for every helium
+entry point that accepts it, so the re-packed weights, folded biases and requantization records are
+the ones a model would get; the expected output is the conformance output_ref or the numpy
+reference of toolchain/ops. Sizes stay small: QEMU emulates MVE at about 14 M instructions/s.
+"""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+from dsp_cases import CONF, _act, _requant
+from dsp_harness import Case, case
+from toolchain.ops import add, conv2d, depthwise_conv2d, fully_connected
+from toolchain.ops import helium_variants as hv
+from toolchain.ops.common import Window
+from toolchain.ops.fixed_point import AddParams, add_params
+from toolchain.ops.pool2d import avg_pool2d_s8, max_pool2d_s8
+from toolchain.ops.registry import CArg
+
+FAMILIES = ("conv", "conv_1x1", "conv_1xn", "grouped_conv", "depthwise_conv", "fully_connected", "avgpool",
+            "maxpool", "add")
+
+
+def function(op: str, variant: str, mode: str) -> str:
+    """The C entry point of a helium variant (helium_variants.helium_variant's naming rule)."""
+    return f"ecc_helium_{op}{'_' + variant if variant else ''}{'_relu' if mode == 'relu' else ''}_s8"
+
+
+# ---- per-op case builders: every helium entry point that accepts the call ---------------------
+def conv_cases(tag: str, x, w, bias, k: dict, expected) -> list[Case]:
+    out = []
+    for pointwise in (True, False):
+        for mode in hv.MODES:
+            plan = hv.conv_plan(k, x.shape, w, bias, expected.shape, mode=mode, pointwise=pointwise)
+            if plan is not None:
+                fn = function("conv2d", "1x1" if pointwise else "", mode)
+                out.append(case(f"{tag}-{fn[11:-3]}", fn, plan[0], {"input": x}, "output", plan[1], expected))
+    return out
+
+
+def depthwise_cases(tag: str, x, w, bias, k: dict, expected) -> list[Case]:
+    out = []
+    for mode in hv.MODES:
+        plan = hv.dw_plan(k, x.shape, w, bias, expected.shape, mode=mode)
+        if plan is not None:
+            fn = function("depthwise_conv2d", "", mode)
+            out.append(case(f"{tag}-{fn[11:-3]}", fn, plan[0], {"input": x}, "output", plan[1], expected))
+    return out
+
+
+def fc_cases(tag: str, x, w, bias, k: dict, expected) -> list[Case]:
+    out = []
+    for mode in hv.MODES:
+        plan = hv.fc_plan(k, x.shape, w, bias, expected.shape, mode=mode)
+        if plan is not None:
+            fn = function("fully_connected", "", mode)
+            out.append(case(f"{tag}-{fn[11:-3]}", fn, plan[0], {"input": x}, "output", plan[1], expected))
+    return out
+
+
+def pool_cases(tag: str, kind: str, x, kw: dict, expected, count_include_pad: bool = False,
+               pad_end: tuple[int, int] = (0, 0), pad_value: int = 0) -> list[Case]:
+    extra = [int(count_include_pad), *pad_end, pad_value] if kind == "avg" else []
+    ints = [*kw["stride"], *kw["pad"], *kw["kernel"], *extra, kw["act_min"], kw["act_max"], *x.shape]
+    args = [*map(CArg.lit, ints), CArg("act", "input"), *map(CArg.lit, kw["out_hw"]), CArg("act", "output")]
+    if kind == "avg" and kw["kernel"][0] * kw["kernel"][1] > 255:
+        return []
+    fn = f"ecc_helium_{kind}_pool2d_s8"
+    return [case(f"{tag}-{kind}_pool2d", fn, args, {"input": x}, "output", 0, expected)]
+
+
+def add_cases(tag: str, x1, x2, p: AddParams, lo: int, hi: int, expected) -> list[Case]:
+    if not hv.add_exact(p):
+        return []
+    ints = [p.input1_offset, p.input1_mult, p.input1_shift, p.input2_offset, p.input2_mult, p.input2_shift,
+            p.left_shift, p.output_offset, p.output_mult, p.output_shift, lo, hi, x1.size]
+    args = [*map(CArg.lit, ints), CArg("act", "a"), CArg("act", "b"), CArg("act", "output")]
+    return [case(f"{tag}-add", "ecc_helium_add_s8", args, {"a": x1, "b": x2}, "output", 2048, expected)]
+
+
+# ---- CMSIS-NN conformance sets ----------------------------------------------------------------
+def conformance_sets() -> list[tuple[str, str]]:
+    """(family, set) of every conformance set of FAMILIES; [] when the data is absent."""
+    index = CONF / "index.json"
+    if not index.is_file():
+        return []
+    return [(s["family"], s["set"]) for s in json.loads(index.read_text())["sets"] if s["family"] in FAMILIES]
+
+
+def conformance_cases(family: str, name: str) -> list[Case]:
+    d = dict(np.load(CONF / f"{name}.npz"))
+    c = json.loads((CONF / f"{name}.json").read_text())["config"]
+    ref, bias = d["output_ref"], d.get("bias")
+    if family in ("conv", "conv_1x1", "conv_1xn", "grouped_conv", "depthwise_conv"):
+        k = dict(stride=(c["STRIDE_Y"], c["STRIDE_X"]), pad=(c["PAD_Y"], c["PAD_X"]),
+                 dilation=(c.get("DILATION_Y", 1), c.get("DILATION_X", 1)), out_hw=(c["OUTPUT_H"], c["OUTPUT_W"]),
+                 input_offset=c["INPUT_OFFSET"], output_offset=c["OUTPUT_OFFSET"], out_mult=d["output_mult"],
+                 out_shift=d["output_shift"], act_min=c["OUT_ACTIVATION_MIN"], act_max=c["OUT_ACTIVATION_MAX"])
+        if family == "depthwise_conv":
+            return depthwise_cases(name, d["input"], d["weights"], bias, {**k, "depth_multiplier": c["CH_MULT"]}, ref)
+        return conv_cases(name, d["input"], d["weights"], bias, k, ref)
+    if family == "fully_connected":
+        mult, shift = (d["output_mult"], d["output_shift"]) if "output_mult" in d else \
+            ([c["OUTPUT_MULTIPLIER"]], [c["OUTPUT_SHIFT"]])
+        k = dict(input_offset=c["INPUT_OFFSET"], filter_offset=c.get("FILTER_OFFSET", 0),
+                 output_offset=c["OUTPUT_OFFSET"], out_mult=mult, out_shift=shift, act_min=c["OUT_ACTIVATION_MIN"],
+                 act_max=c["OUT_ACTIVATION_MAX"])
+        return fc_cases(name, d["input"], d["weights"], bias, k, ref)
+    if family in ("avgpool", "maxpool"):
+        kw = dict(kernel=(c["FILTER_H"], c["FILTER_W"]), stride=(c["STRIDE_H"], c["STRIDE_W"]),
+                  pad=(c["PADDING_H"], c["PADDING_W"]), out_hw=(c["OUTPUT_H"], c["OUTPUT_W"]),
+                  act_min=c["ACTIVATION_MIN"], act_max=c["ACTIVATION_MAX"])
+        return pool_cases(name, family[:3], d["input"], kw, ref)
+    p = AddParams(c["INPUT1_OFFSET"], c["INPUT1_MULT"], c["INPUT1_SHIFT"], c["INPUT2_OFFSET"], c["INPUT2_MULT"],
+                  c["INPUT2_SHIFT"], c["LEFT_SHIFT"], c["OUTPUT_OFFSET"], c["OUTPUT_MULT"], c["OUTPUT_SHIFT"])
+    return add_cases(name, d["input"], d["input2"], p, c["OUT_ACTIVATION_MIN"], c["OUT_ACTIVATION_MAX"], ref)
+
+
+# ---- seeded random cases ----------------------------------------------------------------------
+CONV_SHAPES = [  # (H, W, Cin, Cout, KH, KW, stride, pads t/l/b/r, dilation)
+    (7, 9, 3, 13, 3, 3, (1, 1), (1, 1, 1, 1), (1, 1)),
+    (8, 8, 16, 8, 3, 3, (2, 2), (0, 0, 1, 1), (1, 1)),
+    (6, 5, 8, 5, 3, 3, (1, 1), (2, 2, 2, 2), (2, 2)),
+    (5, 7, 16, 6, 1, 1, (1, 1), (0, 0, 0, 0), (1, 1)),
+    (9, 9, 32, 7, 1, 1, (2, 2), (0, 0, 0, 0), (1, 1)),
+    (5, 3, 12, 9, 1, 1, (1, 1), (0, 0, 0, 0), (1, 1)),
+    (4, 6, 13, 9, 1, 3, (1, 2), (0, 1, 0, 1), (1, 1)),
+    (6, 6, 4, 16, 5, 5, (1, 1), (2, 1, 2, 3), (1, 1)),
+    (3, 3, 20, 2, 3, 3, (1, 1), (1, 1, 1, 1), (1, 1)),
+    (3, 4, 48, 5, 1, 1, (1, 2), (0, 0, 0, 0), (1, 1)),
+    (6, 6, 8, 16, 1, 1, (1, 1), (0, 0, 0, 0), (1, 1)),
+    (9, 7, 3, 8, 3, 3, (2, 2), (1, 1, 1, 1), (1, 1)),
+]
+DW_SHAPES = [  # (H, W, C, KH, KW, stride, pads, dilation)
+    (7, 7, 8, 3, 3, (1, 1), (1, 1, 1, 1), (1, 1)),
+    (9, 8, 20, 3, 3, (2, 2), (0, 0, 1, 1), (1, 1)),
+    (5, 6, 16, 3, 3, (1, 1), (0, 0, 0, 0), (1, 1)),
+    (6, 6, 13, 3, 3, (1, 1), (1, 1, 1, 1), (1, 1)),
+    (5, 5, 35, 3, 3, (1, 2), (1, 0, 1, 2), (1, 1)),
+    (8, 8, 8, 5, 5, (1, 1), (4, 4, 4, 4), (2, 2)),
+    (3, 3, 32, 3, 3, (2, 2), (1, 1, 1, 1), (1, 1)),
+    (6, 4, 3, 10, 4, (2, 1), (4, 1, 5, 2), (1, 1)),
+    (5, 7, 4, 3, 3, (1, 1), (1, 1, 1, 1), (1, 1)),
+    (4, 9, 1, 3, 3, (1, 1), (0, 1, 2, 1), (1, 1)),
+    (3, 5, 2, 2, 3, (1, 1), (1, 0, 0, 2), (1, 2)),
+]
+
+
+def random_cases(seed: int = 61) -> list[Case]:
+    rng = np.random.default_rng(seed)
+    cases: list[Case] = []
+    for i, (h, wd, cin, cout, kh, kw, st, pads, dil) in enumerate(CONV_SHAPES):
+        for j, (zin, zout, act) in enumerate(((-128, -128, "full"), (127, 127, "full"), (-5, -128, "relu"),
+                                              (3, 20, "narrow"))):
+            x = rng.integers(-128, 128, (1 + (i + j) % 2, h, wd, cin), dtype=np.int8)
+            w = rng.integers(-127, 128, (cout, kh, kw, cin), dtype=np.int8)
+            if j == 1:
+                w.reshape(-1)[rng.integers(0, w.size, 3)] = -128  # GEMM kernels take -128 weights
+            bias = rng.integers(-5000, 5000, cout).astype(np.int32)
+            mult, shift = _requant(rng, cout, 80.0 * np.sqrt(kh * kw * cin) * 60, e0=j == 3)
+            if j == 3 and cout > 2:
+                bias[2] = 2**31 - 1  # dead channel (multiplier 0) with a saturated bias, as in real models
+            out_hw = Window((kh, kw), st, dil, pads).out_hw(h, wd)
+            lo, hi = _act(rng, act, zout)
+            k = dict(stride=st, pad=pads[:2], dilation=dil, out_hw=out_hw, input_offset=-zin, output_offset=zout,
+                     out_mult=mult, out_shift=shift, act_min=lo, act_max=hi)
+            cases += conv_cases(f"rand_conv{i}_{j}", x, w, bias, k, conv2d.conv2d_s8(x, w, bias, **k))
+    for i, (h, wd, c, kh, kw, st, pads, dil) in enumerate(DW_SHAPES):
+        for j, (zin, zout, act) in enumerate(((-128, -128, "full"), (127, 127, "relu"), (10, -128, "relu"),
+                                              (-7, 5, "narrow"))):
+            x = rng.integers(-128, 128, (1 + (i + j) % 2, h, wd, c), dtype=np.int8)
+            w = rng.integers(-127, 128, (1, kh, kw, c), dtype=np.int8)
+            if j == 0:
+                w[..., :] = np.where(rng.random(w.shape) < 0.3, -127, w)  # the extreme pair sums
+                x[...] = np.where(rng.random(x.shape) < 0.3, -128, x)
+            bias = rng.integers(-3000, 3000, c).astype(np.int32)
+            mult, shift = _requant(rng, c, 80.0 * np.sqrt(kh * kw) * 60, e0=j == 3)
+            if j == 3 and c > 2:
+                bias[2] = -(2**31)
+            out_hw = Window((kh, kw), st, dil, pads).out_hw(h, wd)
+            lo, hi = _act(rng, act, zout)
+            k = dict(stride=st, pad=pads[:2], dilation=dil, out_hw=out_hw, depth_multiplier=1, input_offset=-zin,
+                     output_offset=zout, out_mult=mult, out_shift=shift, act_min=lo, act_max=hi)
+            cases += depthwise_cases(f"rand_dw{i}_{j}", x, w, bias, k,
+                                     depthwise_conv2d.depthwise_conv2d_s8(x, w, bias, **k))
+    for i, (b, kdim, o) in enumerate(((1, 7, 5), (2, 16, 10), (3, 33, 1), (1, 64, 13), (4, 40, 6))):
+        for j, (zin, zout, act) in enumerate(((-128, -6, "full"), (127, -128, "relu"), (4, 9, "narrow"))):
+            x = rng.integers(-128, 128, (b, kdim), dtype=np.int8)
+            w = rng.integers(-128, 128, (o, kdim), dtype=np.int8)
+            bias = rng.integers(-3000, 3000, o).astype(np.int32)
+            mult, shift = _requant(rng, o if j else 1, 80.0 * np.sqrt(kdim) * 60)  # j == 0: per-tensor
+            lo, hi = _act(rng, act, zout)
+            k = dict(input_offset=-zin, filter_offset=0, output_offset=zout, out_mult=mult, out_shift=shift,
+                     act_min=lo, act_max=hi)
+            cases += fc_cases(f"rand_fc{i}_{j}", x, w, bias, k, fully_connected.fully_connected_s8(x, w, bias, **k))
+    pools = [((6, 7, 13), (3, 3), (2, 2), (1, 1, 1, 1)), ((5, 5, 8), (2, 2), (2, 2), (0, 0, 1, 1)),
+             ((8, 8, 20), (8, 8), (1, 1), (0, 0, 0, 0)), ((4, 6, 35), (3, 2), (1, 2), (1, 0, 1, 1))]
+    for i, ((h, wd, ch), kern, st, pads) in enumerate(pools):
+        for j, (lo, hi) in enumerate(((-128, 127), (-20, 60))):
+            x = rng.integers(-128, 128, (1 + j, h, wd, ch), dtype=np.int8)
+            if i == 2 and j == 0:
+                x[...] = -128  # the most negative window sum
+            kw = dict(kernel=kern, stride=st, pad=pads[:2], out_hw=Window(kern, st, (1, 1), pads).out_hw(h, wd),
+                      act_min=lo, act_max=hi)
+            pad = dict(count_include_pad=j == 1, pad_end=pads[2:], pad_value=int(rng.integers(-128, 128)))
+            cases += pool_cases(f"rand_avg{i}_{j}", "avg", x, kw, avg_pool2d_s8(x, **pad, **kw), **pad)
+            cases += pool_cases(f"rand_max{i}_{j}", "max", x, kw, max_pool2d_s8(x, **kw))
+    for i, (size, zout, lo, hi) in enumerate(((1024, -128, -128, 127), (77, 127, -128, 127), (300, 11, -30, 90))):
+        s1, s2, so = rng.uniform(0.01, 0.1, 3)
+        z1, z2 = (int(v) for v in rng.integers(-128, 128, 2))
+        p = add_params(s1, z1, s2, z2, so, zout)
+        x1 = rng.integers(-128, 128, size, dtype=np.int8)
+        x2 = rng.integers(-128, 128, size, dtype=np.int8)
+        cases += add_cases(f"rand_add{i}", x1, x2, p, lo, hi, add.add_s8(x1, x2, p, lo, hi))
+    return cases

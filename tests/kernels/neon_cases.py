@@ -1,0 +1,335 @@
+"""The cases of the NEON kernel tests: every CMSIS-NN conformance set of the families the neon kernels
+implement, and seeded random cases for the corners: output channels 1..40 (SDOT tiles of 16/8/4,
+out_c % 4 != 0), K tails (K % 16 = 4, 8, 12), pixel counts not a multiple of 4, strides, padding on
+every side, dilation, zero points -128/127, activations all -128 against weights +-127 (the largest
+int16 pair), -128 weights (BL-04: the pairing entry points must not apply, the others must), shifts
+-31..+positive, dead channels with saturated biases, narrow activation ranges, batches.
+
+Each case goes through the compiler's own glue (toolchain/ops/neon_variants.py) for every neon entry
+point that accepts it, so the packed weights, folded biases and requantization blobs are the ones a
+model would get; the expected output is the conformance output_ref or the numpy reference of
+toolchain/ops (the portable kernels are held to the same references).
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from dsp_harness import Case, case
+from toolchain.ops import add, conv2d, depthwise_conv2d, fully_connected, neon_variants as nv
+from toolchain.ops.common import Window
+from toolchain.ops.fixed_point import AddParams, add_params, quantize_multiplier
+from toolchain.ops.pool2d import avg_pool2d_s8, max_pool2d_s8
+from toolchain.ops.registry import CArg
+
+CONF = Path(__file__).resolve().parents[2].parent / "shared" / "conformance" / "cmsis_nn"
+FAMILIES = ("conv", "conv_1x1", "conv_1xn", "grouped_conv", "depthwise_conv", "fully_connected", "avgpool",
+            "maxpool", "add")
+KINDS = ("dot", "pair", "nopair")
+
+
+def function(op: str, variant: str, kind: str) -> str:
+    """The C entry point of a neon GEMM/depthwise variant."""
+    parts = [op] + ([variant] if variant else []) + ({"dot": ["dot"], "pair": [], "nopair": ["nopair"]}[kind])
+    return "ecc_neon_" + "_".join(parts) + "_s8"
+
+
+# ---- per-op case builders: every neon entry point that accepts the call ----------------------
+def conv_cases(tag: str, x, w, bias, k: dict, expected) -> list[Case]:
+    out = []
+    for pointwise in (True, False):
+        for kind in KINDS:
+            plan = nv.conv2d_plan(k, x.shape, w, bias, expected.shape, kind=kind, pointwise=pointwise)
+            if plan is not None:
+                fn = function("conv2d", "1x1" if pointwise else "", kind)
+                out.append(case(f"{tag}-{fn[9:-3]}", fn, plan[0], {"input": x}, "output", plan[1], expected))
+    return out
+
+
+def depthwise_cases(tag: str, x, w, bias, k: dict, expected) -> list[Case]:
+    out = []
+    for three in (True, False):
+        for pair in (True, False):
+            plan = nv.depthwise_plan(k, x.shape, w, bias, expected.shape, pair=pair, three=three)
+            if plan is not None:
+                fn = function("depthwise_conv2d", "3x3" if three else "", "pair" if pair else "nopair")
+                out.append(case(f"{tag}-{fn[9:-3]}", fn, plan[0], {"input": x}, "output", plan[1], expected))
+    return out
+
+
+def fc_cases(tag: str, x, w, bias, k: dict, expected) -> list[Case]:
+    out = []
+    for kind in KINDS:
+        plan = nv.fc_plan(k, x.shape, w, bias, expected.shape, kind=kind)
+        if plan is not None:
+            fn = function("fully_connected", "", kind)
+            out.append(case(f"{tag}-{fn[9:-3]}", fn, plan[0], {"input": x}, "output", plan[1], expected))
+    return out
+
+
+def pool_cases(tag: str, kind: str, x, kw: dict, expected, count_include_pad: bool = False,
+               pad_end: tuple[int, int] = (0, 0), pad_value: int = 0) -> list[Case]:
+    if x.shape[3] % 8 or (kind == "avg" and not nv.avg_window_ok(kw["kernel"])):
+        return []
+    extra = [int(count_include_pad), *pad_end, pad_value] if kind == "avg" else []
+    ints = [*kw["stride"], *kw["pad"], *kw["kernel"], *extra, kw["act_min"], kw["act_max"], *x.shape]
+    args = [*map(CArg.lit, ints), CArg("act", "input"), *map(CArg.lit, kw["out_hw"]), CArg("act", "output")]
+    fn = f"ecc_neon_{kind}_pool2d_s8"
+    return [case(f"{tag}-{kind}_pool2d", fn, args, {"input": x}, "output", 0, expected)]
+
+
+def add_cases(tag: str, x1, x2, p: AddParams, lo: int, hi: int, expected) -> list[Case]:
+    if not nv.add_exact(p):
+        return []
+    ints = [p.input1_offset, p.input1_mult, p.input1_shift, p.input2_offset, p.input2_mult, p.input2_shift,
+            p.left_shift, p.output_offset, p.output_mult, p.output_shift, lo, hi, x1.size]
+    args = [*map(CArg.lit, ints), CArg("act", "a"), CArg("act", "b"), CArg("act", "output")]
+    return [case(f"{tag}-add", "ecc_neon_add_s8", args, {"a": x1, "b": x2}, "output", 48, expected)]
+
+
+# ---- CMSIS-NN conformance sets ----------------------------------------------------------------
+def conformance_sets() -> list[tuple[str, str]]:
+    """(family, set) of every conformance set of FAMILIES; [] when the data is absent."""
+    index = CONF / "index.json"
+    if not index.is_file():
+        return []
+    return [(s["family"], s["set"]) for s in json.loads(index.read_text())["sets"] if s["family"] in FAMILIES]
+
+
+def conformance_cases(family: str, name: str) -> list[Case]:
+    d = dict(np.load(CONF / f"{name}.npz"))
+    c = json.loads((CONF / f"{name}.json").read_text())["config"]
+    ref, bias = d["output_ref"], d.get("bias")
+    if family in ("conv", "conv_1x1", "conv_1xn", "grouped_conv", "depthwise_conv"):
+        k = dict(stride=(c["STRIDE_Y"], c["STRIDE_X"]), pad=(c["PAD_Y"], c["PAD_X"]),
+                 dilation=(c.get("DILATION_Y", 1), c.get("DILATION_X", 1)), out_hw=(c["OUTPUT_H"], c["OUTPUT_W"]),
+                 input_offset=c["INPUT_OFFSET"], output_offset=c["OUTPUT_OFFSET"], out_mult=d["output_mult"],
+                 out_shift=d["output_shift"], act_min=c["OUT_ACTIVATION_MIN"], act_max=c["OUT_ACTIVATION_MAX"])
+        if family == "depthwise_conv":
+            return depthwise_cases(name, d["input"], d["weights"], bias, {**k, "depth_multiplier": c["CH_MULT"]}, ref)
+        return conv_cases(name, d["input"], d["weights"], bias, k, ref)
+    if family == "fully_connected":
+        mult, shift = (d["output_mult"], d["output_shift"]) if "output_mult" in d else \
+            ([c["OUTPUT_MULTIPLIER"]], [c["OUTPUT_SHIFT"]])
+        k = dict(input_offset=c["INPUT_OFFSET"], filter_offset=c.get("FILTER_OFFSET", 0),
+                 output_offset=c["OUTPUT_OFFSET"], out_mult=mult, out_shift=shift, act_min=c["OUT_ACTIVATION_MIN"],
+                 act_max=c["OUT_ACTIVATION_MAX"])
+        return fc_cases(name, d["input"], d["weights"], bias, k, ref)
+    if family in ("avgpool", "maxpool"):
+        kw = dict(kernel=(c["FILTER_H"], c["FILTER_W"]), stride=(c["STRIDE_H"], c["STRIDE_W"]),
+                  pad=(c["PADDING_H"], c["PADDING_W"]), out_hw=(c["OUTPUT_H"], c["OUTPUT_W"]),
+                  act_min=c["ACTIVATION_MIN"], act_max=c["ACTIVATION_MAX"])
+        return pool_cases(name, family[:3], d["input"], kw, ref)
+    p = AddParams(c["INPUT1_OFFSET"], c["INPUT1_MULT"], c["INPUT1_SHIFT"], c["INPUT2_OFFSET"], c["INPUT2_MULT"],
+                  c["INPUT2_SHIFT"], c["LEFT_SHIFT"], c["OUTPUT_OFFSET"], c["OUTPUT_MULT"], c["OUTPUT_SHIFT"])
+    return add_cases(name, d["input"], d["input2"], p, c["OUT_ACTIVATION_MIN"], c["OUT_ACTIVATION_MAX"], ref)
+
+
+# ---- seeded random cases ----------------------------------------------------------------------
+def _requant(rng: np.random.Generator, n: int, acc_scale: float, corner: int = 0):
+    """Per-channel (mult, shift) mapping accumulators of size ~acc_scale onto ~64. corner 1: one
+    channel with shift 0, one dead channel (multiplier 0), one with shift -31; corner 2: one channel
+    with a multiplier >= 1 (positive shift, saturating left shift)."""
+    pairs = [quantize_multiplier(64.0 / acc_scale * rng.uniform(0.5, 2.0)) for _ in range(n)]
+    mult, shift = np.array([p[0] for p in pairs]), np.array([p[1] for p in pairs])
+    if corner == 1 and n > 3:
+        mult[1], shift[1] = quantize_multiplier(0.75)
+        mult[2], shift[2] = 0, 0
+        mult[3], shift[3] = quantize_multiplier(2.0**-31 * 1.5)
+    if corner == 2 and n > 1:
+        mult[0], shift[0] = quantize_multiplier(3.7)
+    return mult.astype(np.int32), shift.astype(np.int32)
+
+
+def _act(kind: str, zp: int) -> tuple[int, int]:
+    return {"full": (-128, 127), "relu": (max(zp, -128), 127), "narrow": (max(zp, -100), min(zp + 90, 110))}[kind]
+
+
+def _x(rng, shape, j: int) -> np.ndarray:
+    """Random int8 activations; j == 1: all -128 (with the largest weights: int16 pair extremes)."""
+    if j == 1:
+        return np.full(shape, -128, np.int8)
+    return rng.integers(-128, 128, shape, dtype=np.int8)
+
+
+def _w(rng, shape, j: int) -> np.ndarray:
+    """Random weights in [-127, 127]; j == 1: +-127 only; j == 2: one -128 (BL-04)."""
+    if j == 1:
+        return (rng.integers(0, 2, shape) * 254 - 127).astype(np.int8)
+    w = rng.integers(-127, 128, shape, dtype=np.int8)
+    if j == 2:
+        w.flat[rng.integers(0, w.size)] = -128
+    return w
+
+
+CONV_SHAPES = [  # (H, W, Cin, Cout, KH, KW, stride, pads t/l/b/r, dilation)
+    (7, 9, 3, 13, 3, 3, (1, 1), (1, 1, 1, 1), (1, 1)),     # K = 27, out_c 13 = 8 + 4(1)
+    (8, 8, 16, 8, 3, 3, (2, 2), (0, 0, 1, 1), (1, 1)),
+    (6, 5, 8, 5, 3, 3, (1, 1), (2, 2, 2, 2), (2, 2)),
+    (5, 7, 12, 6, 1, 1, (1, 1), (0, 0, 0, 0), (1, 1)),     # pointwise, K = 12 (dot only direct)
+    (9, 9, 8, 7, 1, 1, (2, 2), (0, 0, 0, 0), (1, 1)),      # pointwise strided
+    (4, 6, 13, 9, 1, 3, (1, 2), (0, 1, 0, 1), (1, 1)),
+    (6, 6, 4, 16, 5, 5, (1, 1), (2, 1, 2, 3), (1, 1)),
+    (3, 3, 20, 2, 3, 3, (1, 1), (1, 1, 1, 1), (1, 1)),
+    (5, 3, 32, 40, 1, 1, (1, 1), (0, 0, 0, 0), (1, 1)),    # 15 pixels, out_c 40 = 16 + 16 + 8
+    (6, 7, 24, 20, 3, 3, (1, 1), (1, 1, 1, 1), (1, 1)),    # K = 216, out_c 20 = 16 + 4
+    (4, 4, 36, 33, 1, 1, (1, 1), (0, 0, 0, 0), (1, 1)),    # K % 16 = 4, out_c 33
+    (3, 5, 9, 1, 2, 2, (1, 1), (0, 0, 1, 1), (1, 1)),      # out_c 1
+]
+DW_SHAPES = [  # (H, W, Cin, mult, KH, KW, stride, pads, dilation)
+    (7, 7, 8, 1, 3, 3, (1, 1), (1, 1, 1, 1), (1, 1)),
+    (9, 8, 24, 1, 3, 3, (2, 2), (0, 0, 1, 1), (1, 1)),
+    (5, 6, 16, 1, 3, 3, (1, 1), (0, 0, 0, 0), (1, 1)),
+    (6, 6, 40, 1, 3, 3, (1, 1), (1, 1, 1, 1), (1, 1)),
+    (6, 7, 3, 2, 3, 3, (1, 2), (1, 1, 1, 1), (1, 1)),      # depth multiplier 2: portable only
+    (5, 5, 8, 1, 2, 4, (1, 1), (1, 0, 1, 2), (1, 1)),
+    (8, 8, 8, 1, 5, 5, (1, 1), (4, 4, 4, 4), (2, 2)),
+    (3, 3, 16, 1, 3, 3, (2, 2), (1, 1, 1, 1), (1, 1)),
+    (4, 5, 32, 1, 1, 1, (1, 1), (0, 0, 0, 0), (1, 1)),
+]
+
+
+def random_cases(seed: int = 61) -> list[Case]:
+    rng = np.random.default_rng(seed)
+    cases: list[Case] = []
+    setups = ((-128, -128, "full"), (127, 127, "full"), (-5, -128, "relu"), (3, 20, "narrow"))
+    for i, (h, wd, cin, cout, kh, kw, st, pads, dil) in enumerate(CONV_SHAPES):
+        for j, (zin, zout, act) in enumerate(setups):
+            x = _x(rng, (1 + (i + j) % 2, h, wd, cin), j)
+            w = _w(rng, (cout, kh, kw, cin), j)
+            bias = rng.integers(-5000, 5000, cout).astype(np.int32)
+            mult, shift = _requant(rng, cout, 80.0 * np.sqrt(kh * kw * cin) * 60, corner=j % 3)
+            if j == 3 and cout > 2:
+                bias[2] = 2**31 - 1  # dead channel (multiplier 0) with a saturated bias, as in real models
+            out_hw = Window((kh, kw), st, dil, pads).out_hw(h, wd)
+            lo, hi = _act(act, zout)
+            k = dict(stride=st, pad=pads[:2], dilation=dil, out_hw=out_hw, input_offset=-zin, output_offset=zout,
+                     out_mult=mult, out_shift=shift, act_min=lo, act_max=hi)
+            cases += conv_cases(f"rand_conv{i}_{j}", x, w, bias, k, conv2d.conv2d_s8(x, w, bias, **k))
+    for i, (h, wd, cin, m, kh, kw, st, pads, dil) in enumerate(DW_SHAPES):
+        for j, (zin, zout, act) in enumerate(setups):
+            x = _x(rng, (1 + (i + j) % 2, h, wd, cin), j)
+            w = _w(rng, (1, kh, kw, cin * m), j)
+            bias = rng.integers(-3000, 3000, cin * m).astype(np.int32)
+            mult, shift = _requant(rng, cin * m, 80.0 * np.sqrt(kh * kw) * 60, corner=j % 3)
+            if j == 3 and cin * m > 2:
+                bias[2] = -(2**31)
+            out_hw = Window((kh, kw), st, dil, pads).out_hw(h, wd)
+            lo, hi = _act(act, zout)
+            k = dict(stride=st, pad=pads[:2], dilation=dil, out_hw=out_hw, depth_multiplier=m, input_offset=-zin,
+                     output_offset=zout, out_mult=mult, out_shift=shift, act_min=lo, act_max=hi)
+            cases += depthwise_cases(f"rand_dw{i}_{j}", x, w, bias, k,
+                                     depthwise_conv2d.depthwise_conv2d_s8(x, w, bias, **k))
+    for i, (b, kdim, o) in enumerate(((1, 7, 5), (2, 16, 10), (3, 33, 1), (1, 64, 13), (5, 24, 17), (1, 256, 2))):
+        for j, (zin, zout, act) in enumerate(setups[:3]):
+            x = _x(rng, (b, kdim), j)
+            w = _w(rng, (o, kdim), j)
+            bias = rng.integers(-3000, 3000, o).astype(np.int32)
+            mult, shift = _requant(rng, o if j else 1, 80.0 * np.sqrt(kdim) * 60)  # j == 0: per-tensor
+            lo, hi = _act(act, zout)
+            k = dict(input_offset=-zin, filter_offset=0, output_offset=zout, out_mult=mult, out_shift=shift,
+                     act_min=lo, act_max=hi)
+            cases += fc_cases(f"rand_fc{i}_{j}", x, w, bias, k, fully_connected.fully_connected_s8(x, w, bias, **k))
+    pools = [((6, 7, 16), (3, 3), (2, 2), (1, 1, 1, 1)), ((5, 5, 8), (2, 2), (2, 2), (0, 0, 1, 1)),
+             ((8, 8, 24), (8, 8), (1, 1), (0, 0, 0, 0)), ((4, 6, 40), (3, 2), (1, 2), (1, 0, 1, 1)),
+             ((16, 16, 8), (16, 16), (1, 1), (0, 0, 0, 0)), ((24, 24, 24), (24, 24), (1, 1), (0, 0, 0, 0))]
+    for i, ((h, wd, ch), kern, st, pads) in enumerate(pools):
+        for j, (lo, hi) in enumerate(((-128, 127), (-20, 60))):
+            x = _x(rng, (1 + j, h, wd, ch), 1 if i >= 4 and j == 0 else 0)
+            kw = dict(kernel=kern, stride=st, pad=pads[:2], out_hw=Window(kern, st, (1, 1), pads).out_hw(h, wd),
+                      act_min=lo, act_max=hi)
+            pad = dict(count_include_pad=j == 1, pad_end=pads[2:], pad_value=int(rng.integers(-128, 128)))
+            cases += pool_cases(f"rand_avg{i}_{j}", "avg", x, kw, avg_pool2d_s8(x, **pad, **kw), **pad)
+            cases += pool_cases(f"rand_max{i}_{j}", "max", x, kw, max_pool2d_s8(x, **kw))
+    for i, (size, zout, lo, hi) in enumerate(((1024, -128, -128, 127), (77, 127, -128, 127), (300, 11, -30, 90),
+                                              (16, 0, -128, 127), (5, -3, -128, 127))):
+        s1, s2, so = rng.uniform(0.01, 0.1, 3)
+        if i == 3:
+            so = s1 / 3  # output multiplier >= 1: a positive output shift
+        z1, z2 = (int(v) for v in rng.integers(-128, 128, 2))
+        p = add_params(s1, z1, s2, z2, so, zout)
+        x1 = rng.integers(-128, 128, size, dtype=np.int8)
+        x2 = rng.integers(-128, 128, size, dtype=np.int8)
+        if i == 4:
+            x1[:], x2[:] = -128, -128
+        cases += add_cases(f"rand_add{i}", x1, x2, p, lo, hi, add.add_s8(x1, x2, p, lo, hi))
+    return cases
+
+
+# ---- CHWN (batch innermost) kernels and the relayout kernel ----------------------------------------
+def chwn(x: np.ndarray) -> np.ndarray:
+    """A logical NHWC array in CHWN storage order."""
+    return np.ascontiguousarray(x.transpose(3, 1, 2, 0))
+
+
+def chwn_cases(seed: int = 62) -> list[Case]:
+    """CHWN conv / depthwise / pooling cases (batches 8 and 16; the expected output is the NHWC
+    reference in CHWN order) and relayout cases (the expected output is numpy's transpose)."""
+    from toolchain.ops import neon_chwn, relayout
+
+    rng = np.random.default_rng(seed)
+    cases: list[Case] = []
+    setups = ((-128, -128, "full"), (127, 127, "full"), (-5, -128, "relu"), (3, 20, "narrow"))
+    for i, (h, wd, cin, cout, kh, kw, st, pads, dil) in enumerate(CONV_SHAPES[:9]):
+        n = 8 * (1 + i % 2)
+        zin, zout, act = setups[i % 4]
+        x = _x(rng, (n, h, wd, cin), i % 4 == 1)
+        w = _w(rng, (cout, kh, kw, cin), 1 if i % 4 == 1 else 2 * (i % 5 == 2))
+        bias = rng.integers(-5000, 5000, cout).astype(np.int32)
+        mult, shift = _requant(rng, cout, 80.0 * np.sqrt(kh * kw * cin) * 60, corner=i % 3)
+        lo, hi = _act(act, zout)
+        k = dict(stride=st, pad=pads[:2], dilation=dil, out_hw=Window((kh, kw), st, dil, pads).out_hw(h, wd),
+                 input_offset=-zin, output_offset=zout, out_mult=mult, out_shift=shift, act_min=lo, act_max=hi)
+        y = conv2d.conv2d_s8(x, w, bias, **k)
+        args = neon_chwn.conv2d_chwn_plan(k, x.shape, w, bias, y.shape)
+        cases.append(case(f"chwn_conv{i}", "ecc_neon_conv2d_chwn_s8", args, {"input": chwn(x)}, "output", 0, chwn(y)))
+    for i, (h, wd, cin, m, kh, kw, st, pads, dil) in enumerate(DW_SHAPES):
+        if m != 1:
+            continue
+        n = 8 * (1 + i % 2)
+        zin, zout, act = setups[i % 4]
+        x = _x(rng, (n, h, wd, cin + i % 3), i % 4 == 1)  # any channel count
+        c = x.shape[3]
+        w = _w(rng, (1, kh, kw, c), 2 * (i % 3 == 0))
+        bias = rng.integers(-3000, 3000, c).astype(np.int32)
+        mult, shift = _requant(rng, c, 80.0 * np.sqrt(kh * kw) * 60, corner=i % 3)
+        lo, hi = _act(act, zout)
+        k = dict(stride=st, pad=pads[:2], dilation=dil, out_hw=Window((kh, kw), st, dil, pads).out_hw(h, wd),
+                 depth_multiplier=1, input_offset=-zin, output_offset=zout, out_mult=mult, out_shift=shift,
+                 act_min=lo, act_max=hi)
+        y = depthwise_conv2d.depthwise_conv2d_s8(x, w, bias, **k)
+        args = neon_chwn.depthwise_chwn_plan(k, x.shape, w, bias, y.shape)
+        cases.append(case(f"chwn_dw{i}", "ecc_neon_depthwise_conv2d_chwn_s8", args, {"input": chwn(x)}, "output",
+                          2 * kh * kw, chwn(y)))
+    pools = [((6, 7, 5), (3, 3), (2, 2), (1, 1, 1, 1)), ((8, 8, 3), (8, 8), (1, 1), (0, 0, 0, 0)),
+             ((20, 20, 2), (20, 20), (1, 1), (0, 0, 0, 0)),
+             ((4, 6, 12), (3, 2), (1, 2), (1, 0, 1, 1))]
+    for i, ((h, wd, ch), kern, st, pads) in enumerate(pools):
+        for j, (lo, hi) in enumerate(((-128, 127), (-20, 60))):
+            x = _x(rng, (8 * (1 + j), h, wd, ch), 1 if i == 2 and j == 0 else 0)
+            kw = dict(kernel=kern, stride=st, pad=pads[:2], out_hw=Window(kern, st, (1, 1), pads).out_hw(h, wd),
+                      act_min=lo, act_max=hi)
+            pad = dict(count_include_pad=j == 1, pad_end=pads[2:], pad_value=int(rng.integers(-128, 128)))
+            for kind, y in (("avg", avg_pool2d_s8(x, **pad, **kw)), ("max", max_pool2d_s8(x, **kw))):
+                extra = [int(pad["count_include_pad"]), *pad["pad_end"], pad["pad_value"]] if kind == "avg" else []
+                ints = [*kw["stride"], *kw["pad"], *kw["kernel"], *extra, lo, hi, *relayout.storage_dims(x.shape, "CHWN")]
+                args = [*map(CArg.lit, ints), CArg("act", "input"), *map(CArg.lit, kw["out_hw"]), CArg("act", "output")]
+                cases.append(case(f"chwn_{kind}{i}_{j}", f"ecc_neon_{kind}_pool2d_chwn_s8", args, {"input": chwn(x)},
+                                  "output", 0, chwn(y)))
+    relayouts = [((8, 5, 6, 16), (0, 1, 2, 3), "NHWC", "CHWN"), ((16, 3, 4, 8), (0, 1, 2, 3), "CHWN", "NHWC"),
+                 ((8, 3, 7, 9), (0, 2, 3, 1), "NHWC", "CHWN"), ((2, 3, 9, 11), (0, 2, 3, 1), "NHWC", "NHWC"),
+                 ((1, 4, 5, 5), (0, 2, 3, 1), "NHWC", "NHWC"), ((3, 2, 3, 37), (0, 2, 3, 1), "NHWC", "NHWC"),
+                 ((8, 1, 1, 24), (0, 1, 2, 3), "CHWN", "NHWC"), ((3, 5, 2, 7), (0, 1, 2, 3), "NHWC", "CHWN")]
+    for i, (shape, perm, src, dst) in enumerate(relayouts):
+        x = rng.integers(-128, 128, shape, dtype=np.int8)  # logical input, stored in `src`
+        y = np.transpose(x, perm)                          # logical output, stored in `dst`
+        stored_x = np.ascontiguousarray(np.transpose(x, relayout.LAYOUT_AXES[src]))
+        stored_y = np.ascontiguousarray(np.transpose(y, relayout.LAYOUT_AXES[dst]))
+        plan = relayout.relayout_plan(relayout.storage_dims(shape, src), relayout.storage_perm(perm, src, dst))
+        assert plan is not None, (shape, perm, src, dst)
+        args = [*map(CArg.lit, plan), CArg("act", "input"), CArg("act", "output")]
+        cases.append(case(f"relayout{i}_{src}_{dst}", "ecc_neon_relayout_s8", args, {"input": stored_x}, "output", 0,
+                          stored_y))
+    return cases

@@ -1,0 +1,131 @@
+"""The NEON kernel variants for CHWN activations (batch innermost; c_templates/kernels/neon/*_chwn_s8):
+batched inference on AArch64 vectorised across the batch, for batches that are a multiple of 8.
+Chosen only for nodes the layout pass (passes/select_layout.py) put into CHWN
+(KernelVariant.layouts); they run on every AArch64 board (Armv8.0 instructions only).
+
+Unlike the NHWC kernels they add the input offset to every input (SADDW) and skip the taps outside
+the input, as TFLM does, so the bias is not folded; the requantization is the same
+(ecc_neon_mbqm, per output channel {bias, mult, lsh, rsh} broadcast over the batch lanes).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from toolchain.ir import Graph, Node
+from toolchain.ops.registry import CArg, KernelVariant
+from toolchain.ops.relayout import storage_dims
+
+CHWN = frozenset({"CHWN"})
+NEON_HEADERS = ("neon/ecc_neon_kernels.h", "neon/ecc_neon.h")
+
+
+def requant_ok(shift, mult) -> bool:
+    from toolchain.ops.neon_variants import requant_ok as ok
+
+    return ok(shift, mult)
+
+
+def _variant(op: str, applies, args, scratch_bytes=lambda n, g: 0) -> KernelVariant:
+    return KernelVariant("neon_chwn", "neon", f"neon/{op}_chwn_s8.c.j2", f"ecc_neon_{op}_chwn_s8", applies,
+                         scratch_bytes, args, NEON_HEADERS, layouts=CHWN)
+
+
+def batch_ok(graph: Graph, node: Node) -> bool:
+    """A 4-D input whose batch is a multiple of 8 (one vector of int8 lanes per step)."""
+    shape = graph.t(node.inputs[0]).shape
+    return len(shape) == 4 and shape[0] % 8 == 0
+
+
+def per_channel_q(bias, mult, shift, n: int) -> np.ndarray:
+    """[n][4] int32: bias (not folded), multiplier, left shift, right shift per output channel."""
+    q = np.zeros((n, 4), np.int64)
+    q[:, 0] = 0 if bias is None else np.asarray(bias, np.int64).reshape(-1)
+    q[:, 1] = np.broadcast_to(np.asarray(mult, np.int64).reshape(-1), (n,))
+    s = np.broadcast_to(np.asarray(shift, np.int64).reshape(-1), (n,))
+    q[:, 2], q[:, 3] = np.maximum(s, 0), np.minimum(s, 0)
+    return q.reshape(-1).astype(np.int32)
+
+
+def pack_conv_chwn(w: np.ndarray) -> np.ndarray:
+    """OHWI int8 -> [out_c / 8][k_h][k_w][in_c][8] (out_c zero-padded to a multiple of 8)."""
+    o = w.shape[0]
+    op = -(-o // 8) * 8
+    wp = np.zeros((op, *w.shape[1:]), np.int8)
+    wp[:o] = w
+    return np.ascontiguousarray(wp.reshape(op // 8, 8, *w.shape[1:]).transpose(0, 2, 3, 4, 1)).reshape(-1)
+
+
+def _const(graph: Graph, name: str):
+    if not name:
+        return None
+    t = graph.t(name)
+    return t.data if t.is_const else None
+
+
+def conv2d_chwn_plan(k: dict, x_shape, w: np.ndarray | None, bias, y_shape, *, x: str = "input",
+                     y: str = "output") -> list[CArg] | None:
+    """The argument list of neon/conv2d_chwn for the conv2d_s8 keyword arguments `k`, OHWI weights and
+    logical NHWC shapes; None when it does not apply (grouped conv, activation weights, a batch not a
+    multiple of 8, shifts or multipliers out of range)."""
+    if w is None or w.shape[3] != x_shape[3] or x_shape[0] % 8 or not requant_ok(k["out_shift"], k["out_mult"]):
+        return None
+    return [*map(CArg.lit, [*k["stride"], *k["pad"], *k["dilation"], k["input_offset"], k["output_offset"],
+                            k["act_min"], k["act_max"], *storage_dims(x_shape, "CHWN")]), CArg("act", x),
+            *map(CArg.lit, w.shape[1:3]), CArg("array", pack_conv_chwn(w), "wpack"),
+            CArg("array", per_channel_q(bias, k["out_mult"], k["out_shift"], w.shape[0]), "qparams"),
+            *map(CArg.lit, [y_shape[3], *y_shape[1:3]]), CArg("act", y)]
+
+
+def depthwise_chwn_plan(k: dict, x_shape, w: np.ndarray | None, bias, y_shape, *, x: str = "input",
+                        y: str = "output") -> list[CArg] | None:
+    """The argument list of neon/depthwise_conv2d_chwn for the depthwise_conv2d_s8 keyword arguments
+    `k` and [1, KH, KW, C] weights; None when it does not apply (depth multiplier != 1, activation
+    weights, a batch not a multiple of 8, shifts or multipliers out of range)."""
+    if (w is None or k["depth_multiplier"] != 1 or x_shape[0] % 8
+            or not requant_ok(k["out_shift"], k["out_mult"])):
+        return None
+    c = w.shape[3]
+    return [*map(CArg.lit, [*k["stride"], *k["pad"], *k["dilation"], k["input_offset"], k["output_offset"],
+                            k["act_min"], k["act_max"], *storage_dims(x_shape, "CHWN")]), CArg("act", x),
+            *map(CArg.lit, w.shape[1:3]), CArg("array", np.ascontiguousarray(w.reshape(-1, c).T).reshape(-1), "wpack"),
+            CArg("array", per_channel_q(bias, k["out_mult"], k["out_shift"], c), "qparams"),
+            *map(CArg.lit, [y_shape[3], *y_shape[1:3]]), CArg("act", y)]
+
+
+def _node_plan(node: Node, graph: Graph) -> list[CArg] | None:
+    from toolchain.ops import conv2d, depthwise_conv2d
+    from toolchain.ops.registry import OpKind
+
+    x, y = graph.t(node.inputs[0]), graph.t(node.outputs[0])
+    if len(x.shape) != 4:
+        return None
+    bias = _const(graph, node.inputs[2]) if len(node.inputs) > 2 else None
+    w = _const(graph, node.inputs[1])
+    if node.op is OpKind.CONV2D:
+        if node.attrs.groups != 1:
+            return None
+        return conv2d_chwn_plan(conv2d._s8_kwargs(node, graph), x.shape, w, bias, y.shape, x=x.name, y=y.name)
+    return depthwise_chwn_plan(depthwise_conv2d._s8_kwargs(node, graph), x.shape, w, bias, y.shape, x=x.name,
+                               y=y.name)
+
+
+def pool_chwn_args(node: Node, graph: Graph) -> list[CArg]:
+    """The portable pooling arguments with the input dims in CHWN storage order."""
+    from toolchain.ops.registry import opdef
+
+    args = opdef(node).kernel_args(node, graph)
+    at = next(i for i, a in enumerate(args) if a.kind == "act")
+    return [*args[:at - 4], *map(CArg.lit, storage_dims(graph.t(node.inputs[0]).shape, "CHWN")), *args[at:]]
+
+
+CONV2D_CHWN = _variant("conv2d", lambda n, g: _node_plan(n, g) is not None, _node_plan)
+DEPTHWISE_CONV2D_CHWN = _variant("depthwise_conv2d", lambda n, g: _node_plan(n, g) is not None, _node_plan,
+                                 scratch_bytes=lambda n, g: 2 * int(np.prod(g.t(n.inputs[1]).shape[1:3])))
+def _avg_ok(node: Node, graph: Graph) -> bool:
+    from toolchain.ops.neon_variants import avg_window_ok
+
+    return batch_ok(graph, node) and avg_window_ok(node.attrs.window.kernel)
+
+
+AVG_POOL2D_CHWN = _variant("avg_pool2d", _avg_ok, pool_chwn_args)
+MAX_POOL2D_CHWN = _variant("max_pool2d", lambda n, g: batch_ok(g, n), pool_chwn_args)

@@ -1,0 +1,344 @@
+"""The NEON kernel variants for AArch64 (c_templates/kernels/neon/): offline weight re-packing, the
+input zero point folded into the bias, the requantization blob, the predicates (when a variant is
+exact), scratch sizes and argument lists, and the KernelVariant tuples the op modules list.
+
+Two paths. `_dot` variants use the Armv8.2 dot product (SDOT) and require the board feature
+`dotprod` (KernelVariant.requires; boards.yaml isa_features); the others are baseline Armv8.0
+(SMULL/SMLAL2 + SADALP). Armv8.0 GEMM and depthwise kernels pair two products in one 16-bit lane,
+so their plain entry points need every weight in [-127, 127] (BL-04, checked on the actual
+weights); with a -128 weight the `_nopair` twin is chosen. No NEON kernel multiplies two
+activations. The C side of these conventions is documented in c_templates/kernels/neon/ecc_neon.h.
+
+Exactness: the accumulators are int32 and wrap like the portable kernels' int32 sums, so folding
+the input offset into the bias (mod 2^32) changes nothing; the vectorised requantization equals
+TFLite's MultiplyByQuantizedMultiplier for every accumulator when the shift is in [-31, 30].
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from toolchain.ir import Graph, Node
+from toolchain.ops import neon_chwn
+from toolchain.ops.registry import CArg, KernelVariant
+
+NEON_HEADERS = ("neon/ecc_neon_kernels.h", "neon/ecc_neon.h")
+DOTPROD = frozenset({"dotprod"})
+SHIFT_RANGE = (-31, 30)  # TFLite's range; ecc_neon_rq is exact over it
+
+
+# ---- offline parts ----------------------------------------------------------------------------
+def lane_safe(w: np.ndarray) -> bool:
+    """Every weight in [-127, 127]: a kernel pairing two products in one int16 lane stays exact
+    (|x w + x' w'| <= 2 * 128 * 127 < 2^15). BL-04: imported weights may hold -128."""
+    return bool(w.size == 0 or int(np.min(w)) >= -127)
+
+
+def wrap32(v: np.ndarray) -> np.ndarray:
+    """int64 -> int32 with two's complement wrap-around (the C accumulator's arithmetic)."""
+    return ((np.asarray(v, np.int64) + 2**31) % 2**32 - 2**31).astype(np.int32)
+
+
+def fold_bias(w2d: np.ndarray, bias: np.ndarray | None, input_offset: int) -> np.ndarray:
+    """bias + input_offset * sum_k w[o, k], wrapped to int32 like the accumulator."""
+    b = np.zeros(w2d.shape[0], np.int64) if bias is None else np.asarray(bias, np.int64).reshape(-1)
+    return wrap32(b + int(input_offset) * w2d.astype(np.int64).sum(axis=1))
+
+
+def requant_ok(shift, mult) -> bool:
+    """The shifts are inside SHIFT_RANGE and the multipliers in [0, 2^31) (TFLite's are; ecc_neon_mbqm
+    relies on it)."""
+    s, m = np.asarray(shift, np.int64), np.asarray(mult, np.int64)
+    return bool(s.size and m.size and s.min() >= SHIFT_RANGE[0] and s.max() <= SHIFT_RANGE[1]
+                and m.min() >= 0 and m.max() < 2**31)
+
+
+def qblob(bias: np.ndarray, mult, shift, n: int) -> np.ndarray:
+    """The requantization blob (ecc_neon.h): per quad of output channels {bias', mult, lsh, rsh}
+    as four int32 vectors; channels padded to a multiple of 4 with zeros (multiplier 0)."""
+    np4 = -(-n // 4) * 4
+    cols = np.zeros((4, np4), np.int64)
+    shift = np.broadcast_to(np.asarray(shift, np.int64).reshape(-1), (n,))
+    cols[0, :n] = bias
+    cols[1, :n] = np.broadcast_to(np.asarray(mult, np.int64).reshape(-1), (n,))
+    cols[2, :n] = np.maximum(shift, 0)
+    cols[3, :n] = np.minimum(shift, 0)
+    return cols.reshape(4, np4 // 4, 4).transpose(1, 0, 2).reshape(-1).astype(np.int32)
+
+
+def k_padded(k: int, dot: bool) -> int:
+    """GEMM row length: a multiple of 4 (SDOT groups) or 8 (Armv8.0 chunks of 16, then 8)."""
+    a = 4 if dot else 8
+    return -(-k // a) * a
+
+
+def dot_tiles(n: int) -> list[int]:
+    """Output-channel tile widths of the SDOT kernels: 16s, then an 8 if >= 8 remain, then 4s."""
+    tiles = [16] * (n // 16)
+    rest = n - 16 * len(tiles)
+    if rest >= 8:
+        tiles.append(8)
+        rest -= 8
+    return tiles + [4] * -(-rest // 4)
+
+
+def pack_dot(w2d: np.ndarray) -> np.ndarray:
+    """[O, K] int8 -> the SDOT GEMM weight order: per channel tile (dot_tiles), per 4-k group, per
+    channel of the tile its 4 int8; K and the last tile zero-padded."""
+    o, k = w2d.shape
+    kp = k_padded(k, True)
+    parts, oc = [], 0
+    for t in dot_tiles(o):
+        blk = np.zeros((t, kp), np.int8)
+        n = min(t, o - oc)
+        blk[:n, :k] = w2d[oc:oc + n]
+        parts.append(blk.reshape(t, kp // 4, 4).transpose(1, 0, 2).reshape(-1))
+        oc += t
+    return np.concatenate(parts)
+
+
+def pack_mla(w2d: np.ndarray) -> np.ndarray:
+    """[O, K] int8 -> the Armv8.0 GEMM weight order: per tile of 4 channels, per 16-k chunk the
+    four channels' 16 int8, then for a last 8-k chunk their 8 int8; zero-padded."""
+    o, k = w2d.shape
+    kp = k_padded(k, False)
+    op = -(-o // 4) * 4
+    wp = np.zeros((op, kp), np.int8)
+    wp[:o, :k] = w2d
+    full = kp // 16 * 16
+    parts = []
+    for t in range(op // 4):
+        rows = wp[4 * t:4 * t + 4]
+        parts.append(rows[:, :full].reshape(4, full // 16, 16).transpose(1, 0, 2).reshape(-1))
+        if kp > full:
+            parts.append(rows[:, full:].reshape(-1))
+    return np.concatenate(parts)
+
+
+def pack_depthwise(w: np.ndarray) -> np.ndarray:
+    """[1, KH, KW, C] int8 (C % 8 == 0) -> per block of 16 channels (8 for a last block), per tap,
+    the block's int8."""
+    c = w.shape[3]
+    taps = w.reshape(-1, c)
+    parts, c0 = [], 0
+    while c0 < c:
+        n = 16 if c - c0 >= 16 else 8
+        parts.append(taps[:, c0:c0 + n].reshape(-1))
+        c0 += n
+    return np.concatenate(parts)
+
+
+# ---- variant factory ----------------------------------------------------------------------------
+def neon_variant(op: str, variant: str, *, applies: Callable[[Node, Graph], bool],
+                 scratch_bytes: Callable[[Node, Graph], int] = lambda n, g: 0,
+                 args: Callable[[Node, Graph], list[CArg]] | None = None, template: str | None = None,
+                 requires: frozenset[str] = frozenset(), **kw: Any) -> KernelVariant:
+    """neon/<template or op_variant>_s8.c.j2, function ecc_neon_<op>[_<variant>]_s8, reported as
+    kernel "neon[_<variant>]"."""
+    stem = f"{op}_{variant}" if variant else op
+    return KernelVariant(f"neon{'_' + variant if variant else ''}", "neon", f"neon/{template or stem}_s8.c.j2",
+                         f"ecc_neon_{stem}_s8", applies, scratch_bytes, args, NEON_HEADERS, requires=requires, **kw)
+
+
+def _memo(fn):
+    """Cache a plan per (node, graph, flavour): predicates, scratch and args ask for the same plan."""
+    cache: dict = {}
+
+    def get(node: Node, graph: Graph, *flavour):
+        key = (id(node), id(graph), flavour)
+        hit = cache.get(key)
+        if hit is None or hit[0] is not node or hit[1] is not graph:
+            hit = (node, graph, fn(node, graph, *flavour))
+            cache[key] = hit
+            if len(cache) > 4096:
+                cache.clear()
+                cache[key] = hit
+        return hit[2]
+    return get
+
+
+def _variants(op: str, plan, flavours: list[tuple[str, str | None, tuple, frozenset]]) -> tuple[KernelVariant, ...]:
+    """One KernelVariant per (variant name, template, plan flavour, requires)."""
+    return tuple(neon_variant(op, name, template=tpl, requires=req,
+                              applies=lambda n, g, f=fl: plan(n, g, *f) is not None,
+                              scratch_bytes=lambda n, g, f=fl: plan(n, g, *f)[1],
+                              args=lambda n, g, f=fl: plan(n, g, *f)[0])
+                 for name, tpl, fl, req in flavours)
+
+
+def _const(graph: Graph, name: str) -> np.ndarray | None:
+    """The data of a constant input (None when the input is absent or an activation)."""
+    if not name:
+        return None
+    t = graph.t(name)
+    return t.data if t.is_const else None
+
+
+# ---- conv2d: pointwise (direct GEMM) and general (im2col + GEMM) ------------------------------------
+def conv2d_plan(k: dict, x_shape, w: np.ndarray, bias, y_shape, *, kind: str, pointwise: bool,
+                x: str = "input", y: str = "output") -> tuple[list[CArg], int] | None:
+    """(argument list, scratch bytes) of a NEON conv2d entry point given the conv2d_s8 keyword
+    arguments `k` and OHWI weights; kind "dot" (SDOT), "pair" or "nopair" (Armv8.0). None when it does
+    not apply: grouped conv, shifts outside SHIFT_RANGE, for "pair" a -128 weight, for the pointwise
+    kernel another kernel size, padding, a window past the input or in_c not a multiple of 4 (dot) / 8."""
+    cin, (oh, ow) = x_shape[3], y_shape[1:3]
+    if w is None or w.shape[3] != cin or not requant_ok(k["out_shift"], k["out_mult"]):
+        return None
+    if kind == "pair" and not lane_safe(w):
+        return None
+    dot = kind == "dot"
+    if pointwise and (w.shape[1:3] != (1, 1) or any(k["pad"]) or cin % (4 if dot else 8)
+                      or (oh - 1) * k["stride"][0] >= x_shape[1] or (ow - 1) * k["stride"][1] >= x_shape[2]):
+        return None
+    w2d = w.reshape(w.shape[0], -1)
+    cout = w.shape[0]
+    q = qblob(fold_bias(w2d, bias, k["input_offset"]), k["out_mult"], k["out_shift"], cout)
+    wpack = pack_dot(w2d) if dot else pack_mla(w2d)
+    kp = k_padded(w2d.shape[1], dot)
+    quant = [k["output_offset"], k["act_min"], k["act_max"]]
+    if pointwise:
+        args = [*map(CArg.lit, [*k["stride"], *quant, *x_shape]), CArg("act", x), CArg("array", wpack, "wpack"),
+                CArg("array", q, "qparams"), *map(CArg.lit, y_shape[1:]), CArg("act", y)]
+        return args, 0
+    args = [*map(CArg.lit, [*k["stride"], *k["pad"], *k["dilation"], -k["input_offset"], *quant, *x_shape]),
+            CArg("act", x), *map(CArg.lit, [*w.shape[1:3], kp]), CArg("array", wpack, "wpack"),
+            CArg("array", q, "qparams"), *map(CArg.lit, y_shape[1:]), CArg("act", y)]
+    return args, 4 * kp + 16  # four im2col rows and the slack of ecc_neon_im2col's 16-byte row copies
+
+
+@_memo
+def _conv2d_node(node: Node, graph: Graph, kind: str, pointwise: bool):
+    from toolchain.ops import conv2d
+
+    if node.attrs.groups != 1:
+        return None
+    x, y = graph.t(node.inputs[0]), graph.t(node.outputs[0])
+    bias = _const(graph, node.inputs[2]) if len(node.inputs) > 2 else None
+    return conv2d_plan(conv2d._s8_kwargs(node, graph), x.shape, _const(graph, node.inputs[1]), bias, y.shape,
+                       kind=kind, pointwise=pointwise, x=x.name, y=y.name)
+
+
+CONV2D = _variants("conv2d", _conv2d_node, [
+    ("1x1_dot", None, ("dot", True), DOTPROD),
+    ("dot", None, ("dot", False), DOTPROD),
+    ("1x1", None, ("pair", True), frozenset()),
+    ("1x1_nopair", "conv2d_1x1", ("nopair", True), frozenset()),
+    ("", None, ("pair", False), frozenset()),
+    ("nopair", "conv2d", ("nopair", False), frozenset()),
+]) + (neon_chwn.CONV2D_CHWN,)
+
+
+# ---- fully connected ----------------------------------------------------------------------------
+def fc_plan(k: dict, x_shape, w: np.ndarray, bias, y_shape, *, kind: str, x: str = "input",
+            y: str = "output") -> tuple[list[CArg], int] | None:
+    """(argument list, scratch bytes) of a NEON fully connected entry point for the
+    fully_connected_s8 keyword arguments `k` and [O, K] weights; None when it does not apply (a weight
+    zero point, shifts outside SHIFT_RANGE, for "pair" a -128 weight)."""
+    if w is None or k["filter_offset"] != 0 or not requant_ok(k["out_shift"], k["out_mult"]):
+        return None
+    if kind == "pair" and not lane_safe(w):
+        return None
+    dot = kind == "dot"
+    o, kdim = w.shape
+    kp = k_padded(kdim, dot)
+    q = qblob(fold_bias(w, bias, k["input_offset"]), k["out_mult"], k["out_shift"], o)
+    args = [*map(CArg.lit, [k["output_offset"], k["act_min"], k["act_max"], *x_shape]), CArg("act", x), CArg.lit(kp),
+            CArg("array", pack_dot(w) if dot else pack_mla(w), "wpack"), CArg("array", q, "qparams"),
+            CArg.lit(y_shape[1]), CArg("act", y)]
+    return args, (4 * kp if kp != kdim else 0)
+
+
+@_memo
+def _fc_node(node: Node, graph: Graph, kind: str):
+    from toolchain.ops import fully_connected
+
+    x, y = graph.t(node.inputs[0]), graph.t(node.outputs[0])
+    bias = _const(graph, node.inputs[2]) if len(node.inputs) > 2 else None
+    return fc_plan(fully_connected._s8_kwargs(node, graph), x.shape, _const(graph, node.inputs[1]), bias, y.shape,
+                   kind=kind, x=x.name, y=y.name)
+
+
+FULLY_CONNECTED = _variants("fully_connected", _fc_node, [
+    ("dot", None, ("dot",), DOTPROD),
+    ("", None, ("pair",), frozenset()),
+    ("nopair", "fully_connected", ("nopair",), frozenset()),
+])
+
+
+# ---- depthwise conv2d ---------------------------------------------------------------------------
+def depthwise_plan(k: dict, x_shape, w: np.ndarray, bias, y_shape, *, pair: bool, three: bool,
+                   x: str = "input", y: str = "output") -> tuple[list[CArg], int] | None:
+    """(argument list, scratch bytes) of a NEON depthwise entry point given the depthwise_conv2d_s8
+    keyword arguments `k` and [1, KH, KW, C] weights; None when it does not apply: a depth
+    multiplier other than 1, in_c % 8 != 0, shifts outside SHIFT_RANGE, for "pair" a -128 weight,
+    for the 3x3 kernel another window size."""
+    if w is None or k["depth_multiplier"] != 1 or x_shape[3] % 8 or not requant_ok(k["out_shift"], k["out_mult"]):
+        return None
+    _, kh, kw, c = w.shape
+    if (three and (kh, kw) != (3, 3)) or (pair and not lane_safe(w)):
+        return None
+    q = qblob(fold_bias(w.reshape(-1, c).T, bias, k["input_offset"]), k["out_mult"], k["out_shift"], c)
+    args = [*map(CArg.lit, [*k["stride"], *k["pad"], *k["dilation"], -k["input_offset"], k["output_offset"],
+                            k["act_min"], k["act_max"], *x_shape]), CArg("act", x), *map(CArg.lit, (kh, kw)),
+            CArg("array", pack_depthwise(w), "wpack"), CArg("array", q, "qparams"), *map(CArg.lit, y_shape[1:]),
+            CArg("act", y)]
+    # a row of the zero point (rounded up to 16 bytes), then for the general kernel its tap pointers
+    return args, -(-c // 16) * 16 + (0 if three else 8 * kh * kw)
+
+
+@_memo
+def _depthwise_node(node: Node, graph: Graph, pair: bool, three: bool):
+    from toolchain.ops import depthwise_conv2d
+
+    x, y = graph.t(node.inputs[0]), graph.t(node.outputs[0])
+    bias = _const(graph, node.inputs[2]) if len(node.inputs) > 2 else None
+    return depthwise_plan(depthwise_conv2d._s8_kwargs(node, graph), x.shape, _const(graph, node.inputs[1]), bias,
+                          y.shape, pair=pair, three=three, x=x.name, y=y.name)
+
+
+DEPTHWISE_CONV2D = _variants("depthwise_conv2d", _depthwise_node, [
+    ("3x3", None, (True, True), frozenset()),
+    ("3x3_nopair", "depthwise_conv2d_3x3", (False, True), frozenset()),
+    ("", None, (True, False), frozenset()),
+    ("nopair", "depthwise_conv2d", (False, False), frozenset()),
+]) + (neon_chwn.DEPTHWISE_CONV2D_CHWN,)
+
+
+# ---- add, average and max pooling: the portable argument lists ------------------------------------
+def add_exact(p) -> bool:
+    """Whether neon/add applies to the add parameters `p` (fixed_point.AddParams): the portable
+    kernel's left-shift range, shifts inside SHIFT_RANGE and multipliers >= 0."""
+    return 0 <= p.left_shift <= 23 and all(requant_ok([s], [m]) for s, m in ((p.input1_shift, p.input1_mult),
+                                                                             (p.input2_shift, p.input2_mult),
+                                                                             (p.output_shift, p.output_mult)))
+
+
+def _add_applies(node: Node, graph: Graph) -> bool:
+    from toolchain.ops import add
+    from toolchain.ops.binary import needs_broadcast
+
+    return not needs_broadcast(node, graph) and add_exact(add._params(node, graph)[0])
+
+
+# elementwise over the flat buffer: the same kernel for NHWC and CHWN tensors
+ADD = neon_variant("add", "", applies=_add_applies, scratch_bytes=lambda n, g: 48, inplace_inputs=(0, 1),
+                   layouts=frozenset({"NHWC", "CHWN"}))
+
+
+def _pool_channels_ok(node: Node, graph: Graph) -> bool:
+    return graph.t(node.inputs[0]).shape[3] % 8 == 0
+
+
+def avg_window_ok(kernel) -> bool:
+    """Windows neon/avg_pool2d sums exactly: rows of at most 256 cells (int16 lanes, added into int32
+    between rows) and at most 65536 cells (the float32 division stays exact below 2^24)."""
+    return kernel[1] <= 256 and kernel[0] * kernel[1] <= 65536
+
+
+AVG_POOL2D_NHWC = neon_variant("avg_pool2d", "", applies=lambda n, g: (_pool_channels_ok(n, g)
+                                                                       and avg_window_ok(n.attrs.window.kernel)))
+MAX_POOL2D_NHWC = neon_variant("max_pool2d", "", applies=_pool_channels_ok)
+AVG_POOL2D = (AVG_POOL2D_NHWC, neon_chwn.AVG_POOL2D_CHWN)
+MAX_POOL2D = (MAX_POOL2D_NHWC, neon_chwn.MAX_POOL2D_CHWN)
