@@ -8,25 +8,24 @@ int16 pair), -128 weights (BL-04: the pairing entry points must not apply, the o
 Each case goes through the compiler's own glue (toolchain/ops/neon_variants.py) for every neon entry
 point that accepts it, so the packed weights, folded biases and requantization blobs are the ones a
 model would get; the expected output is the conformance output_ref or the numpy reference of
-toolchain/ops (the portable kernels are held to the same references).
+toolchain/ops (the portable kernels are held to the same references). The shared half (conformance
+sets, pool / add argument lists) is isa_cases.py.
 """
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import numpy as np
 
-from dsp_harness import Case, case
+import isa_cases
+from isa_cases import CONF, FAMILIES, conformance_sets  # noqa: F401 - re-exported
+from isa_harness import case
+from neon_harness import Case
 from toolchain.ops import add, conv2d, depthwise_conv2d, fully_connected, neon_variants as nv
 from toolchain.ops.common import Window
 from toolchain.ops.fixed_point import AddParams, add_params, quantize_multiplier
 from toolchain.ops.pool2d import avg_pool2d_s8, max_pool2d_s8
 from toolchain.ops.registry import CArg
 
-CONF = Path(__file__).resolve().parents[2].parent / "shared" / "conformance" / "cmsis_nn"
-FAMILIES = ("conv", "conv_1x1", "conv_1xn", "grouped_conv", "depthwise_conv", "fully_connected", "avgpool",
-            "maxpool", "add")
+ISA = "neon"
 KINDS = ("dot", "pair", "nopair")
 
 
@@ -38,93 +37,41 @@ def function(op: str, variant: str, kind: str) -> str:
 
 # ---- per-op case builders: every neon entry point that accepts the call ----------------------
 def conv_cases(tag: str, x, w, bias, k: dict, expected) -> list[Case]:
-    out = []
-    for pointwise in (True, False):
-        for kind in KINDS:
-            plan = nv.conv2d_plan(k, x.shape, w, bias, expected.shape, kind=kind, pointwise=pointwise)
-            if plan is not None:
-                fn = function("conv2d", "1x1" if pointwise else "", kind)
-                out.append(case(f"{tag}-{fn[9:-3]}", fn, plan[0], {"input": x}, "output", plan[1], expected))
-    return out
+    return isa_cases.planned_cases(ISA, tag, x, expected, (
+        (function("conv2d", "1x1" if pointwise else "", kind),
+         nv.conv2d_plan(k, x.shape, w, bias, expected.shape, kind=kind, pointwise=pointwise))
+        for pointwise in (True, False) for kind in KINDS))
 
 
 def depthwise_cases(tag: str, x, w, bias, k: dict, expected) -> list[Case]:
-    out = []
-    for three in (True, False):
-        for pair in (True, False):
-            plan = nv.depthwise_plan(k, x.shape, w, bias, expected.shape, pair=pair, three=three)
-            if plan is not None:
-                fn = function("depthwise_conv2d", "3x3" if three else "", "pair" if pair else "nopair")
-                out.append(case(f"{tag}-{fn[9:-3]}", fn, plan[0], {"input": x}, "output", plan[1], expected))
-    return out
+    return isa_cases.planned_cases(ISA, tag, x, expected, (
+        (function("depthwise_conv2d", "3x3" if three else "", "pair" if pair else "nopair"),
+         nv.depthwise_plan(k, x.shape, w, bias, expected.shape, pair=pair, three=three))
+        for three in (True, False) for pair in (True, False)))
 
 
 def fc_cases(tag: str, x, w, bias, k: dict, expected) -> list[Case]:
-    out = []
-    for kind in KINDS:
-        plan = nv.fc_plan(k, x.shape, w, bias, expected.shape, kind=kind)
-        if plan is not None:
-            fn = function("fully_connected", "", kind)
-            out.append(case(f"{tag}-{fn[9:-3]}", fn, plan[0], {"input": x}, "output", plan[1], expected))
-    return out
+    return isa_cases.planned_cases(ISA, tag, x, expected, (
+        (function("fully_connected", "", kind), nv.fc_plan(k, x.shape, w, bias, expected.shape, kind=kind))
+        for kind in KINDS))
 
 
 def pool_cases(tag: str, kind: str, x, kw: dict, expected, count_include_pad: bool = False,
                pad_end: tuple[int, int] = (0, 0), pad_value: int = 0) -> list[Case]:
     if x.shape[3] % 8 or (kind == "avg" and not nv.avg_window_ok(kw["kernel"])):
         return []
-    extra = [int(count_include_pad), *pad_end, pad_value] if kind == "avg" else []
-    ints = [*kw["stride"], *kw["pad"], *kw["kernel"], *extra, kw["act_min"], kw["act_max"], *x.shape]
-    args = [*map(CArg.lit, ints), CArg("act", "input"), *map(CArg.lit, kw["out_hw"]), CArg("act", "output")]
-    fn = f"ecc_neon_{kind}_pool2d_s8"
-    return [case(f"{tag}-{kind}_pool2d", fn, args, {"input": x}, "output", 0, expected)]
+    return [isa_cases.pool_case(ISA, tag, kind, x, kw, expected, count_include_pad, pad_end, pad_value)]
 
 
 def add_cases(tag: str, x1, x2, p: AddParams, lo: int, hi: int, expected) -> list[Case]:
     if not nv.add_exact(p):
         return []
-    ints = [p.input1_offset, p.input1_mult, p.input1_shift, p.input2_offset, p.input2_mult, p.input2_shift,
-            p.left_shift, p.output_offset, p.output_mult, p.output_shift, lo, hi, x1.size]
-    args = [*map(CArg.lit, ints), CArg("act", "a"), CArg("act", "b"), CArg("act", "output")]
-    return [case(f"{tag}-add", "ecc_neon_add_s8", args, {"a": x1, "b": x2}, "output", 48, expected)]
+    return [isa_cases.add_case(ISA, tag, x1, x2, p, lo, hi, expected, 48)]
 
 
-# ---- CMSIS-NN conformance sets ----------------------------------------------------------------
-def conformance_sets() -> list[tuple[str, str]]:
-    """(family, set) of every conformance set of FAMILIES; [] when the data is absent."""
-    index = CONF / "index.json"
-    if not index.is_file():
-        return []
-    return [(s["family"], s["set"]) for s in json.loads(index.read_text())["sets"] if s["family"] in FAMILIES]
-
-
+# ---- CMSIS-NN conformance sets (isa_cases.conformance_sets) ------------------------------------
 def conformance_cases(family: str, name: str) -> list[Case]:
-    d = dict(np.load(CONF / f"{name}.npz"))
-    c = json.loads((CONF / f"{name}.json").read_text())["config"]
-    ref, bias = d["output_ref"], d.get("bias")
-    if family in ("conv", "conv_1x1", "conv_1xn", "grouped_conv", "depthwise_conv"):
-        k = dict(stride=(c["STRIDE_Y"], c["STRIDE_X"]), pad=(c["PAD_Y"], c["PAD_X"]),
-                 dilation=(c.get("DILATION_Y", 1), c.get("DILATION_X", 1)), out_hw=(c["OUTPUT_H"], c["OUTPUT_W"]),
-                 input_offset=c["INPUT_OFFSET"], output_offset=c["OUTPUT_OFFSET"], out_mult=d["output_mult"],
-                 out_shift=d["output_shift"], act_min=c["OUT_ACTIVATION_MIN"], act_max=c["OUT_ACTIVATION_MAX"])
-        if family == "depthwise_conv":
-            return depthwise_cases(name, d["input"], d["weights"], bias, {**k, "depth_multiplier": c["CH_MULT"]}, ref)
-        return conv_cases(name, d["input"], d["weights"], bias, k, ref)
-    if family == "fully_connected":
-        mult, shift = (d["output_mult"], d["output_shift"]) if "output_mult" in d else \
-            ([c["OUTPUT_MULTIPLIER"]], [c["OUTPUT_SHIFT"]])
-        k = dict(input_offset=c["INPUT_OFFSET"], filter_offset=c.get("FILTER_OFFSET", 0),
-                 output_offset=c["OUTPUT_OFFSET"], out_mult=mult, out_shift=shift, act_min=c["OUT_ACTIVATION_MIN"],
-                 act_max=c["OUT_ACTIVATION_MAX"])
-        return fc_cases(name, d["input"], d["weights"], bias, k, ref)
-    if family in ("avgpool", "maxpool"):
-        kw = dict(kernel=(c["FILTER_H"], c["FILTER_W"]), stride=(c["STRIDE_H"], c["STRIDE_W"]),
-                  pad=(c["PADDING_H"], c["PADDING_W"]), out_hw=(c["OUTPUT_H"], c["OUTPUT_W"]),
-                  act_min=c["ACTIVATION_MIN"], act_max=c["ACTIVATION_MAX"])
-        return pool_cases(name, family[:3], d["input"], kw, ref)
-    p = AddParams(c["INPUT1_OFFSET"], c["INPUT1_MULT"], c["INPUT1_SHIFT"], c["INPUT2_OFFSET"], c["INPUT2_MULT"],
-                  c["INPUT2_SHIFT"], c["LEFT_SHIFT"], c["OUTPUT_OFFSET"], c["OUTPUT_MULT"], c["OUTPUT_SHIFT"])
-    return add_cases(name, d["input"], d["input2"], p, c["OUT_ACTIVATION_MIN"], c["OUT_ACTIVATION_MAX"], ref)
+    return isa_cases.conformance_cases(family, name, conv_cases, depthwise_cases, fc_cases, pool_cases, add_cases)
 
 
 # ---- seeded random cases ----------------------------------------------------------------------

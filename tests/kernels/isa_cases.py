@@ -1,0 +1,112 @@
+"""The ISA-independent half of the kernel case generators (dsp_cases.py, helium_cases.py,
+neon_cases.py): the CMSIS-NN conformance sets and how a set becomes cases, the argument lists of
+the pooling and add entry points (the same on every ISA), the loop that turns each accepted plan
+of the compiler's glue into a case, and the seeded requantization / activation helpers of the dsp
+and helium random cases.
+
+The per-ISA modules keep what really differs: which entry points exist and which plans they
+accept (the op builders pass their plans here), and the shapes and corners of their random cases.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Callable, Iterable
+
+import numpy as np
+
+from isa_harness import Case, case
+from toolchain.ops.fixed_point import AddParams, quantize_multiplier
+from toolchain.ops.registry import CArg
+
+CONF = Path(__file__).resolve().parents[2].parent / "shared" / "conformance" / "cmsis_nn"
+FAMILIES = ("conv", "conv_1x1", "conv_1xn", "grouped_conv", "depthwise_conv", "fully_connected", "avgpool",
+            "maxpool", "add")
+Builder = Callable[..., list[Case]]
+
+
+def prefix(isa: str) -> str:
+    """The name prefix of every entry point of `isa`."""
+    return f"ecc_{isa}_"
+
+
+# ---- per-op case builders -----------------------------------------------------------------------
+def planned_cases(isa: str, tag: str, x, expected, plans: Iterable[tuple[str, tuple | None]]) -> list[Case]:
+    """One case per (entry point, plan) whose plan is not None: plan = (arguments, scratch bytes).
+    The case is named `tag`-<entry point without the ecc_<isa>_ prefix and _s8>."""
+    n = len(prefix(isa))
+    return [case(f"{tag}-{fn[n:-3]}", fn, plan[0], {"input": x}, "output", plan[1], expected)
+            for fn, plan in plans if plan is not None]
+
+
+def pool_case(isa: str, tag: str, kind: str, x, kw: dict, expected, count_include_pad: bool = False,
+              pad_end: tuple[int, int] = (0, 0), pad_value: int = 0) -> Case:
+    """The `kind` ("avg"/"max") pooling case: the argument list every ISA's pool entry points take."""
+    extra = [int(count_include_pad), *pad_end, pad_value] if kind == "avg" else []
+    ints = [*kw["stride"], *kw["pad"], *kw["kernel"], *extra, kw["act_min"], kw["act_max"], *x.shape]
+    args = [*map(CArg.lit, ints), CArg("act", "input"), *map(CArg.lit, kw["out_hw"]), CArg("act", "output")]
+    return case(f"{tag}-{kind}_pool2d", f"{prefix(isa)}{kind}_pool2d_s8", args, {"input": x}, "output", 0, expected)
+
+
+def add_case(isa: str, tag: str, x1, x2, p: AddParams, lo: int, hi: int, expected, scratch: int) -> Case:
+    """The elementwise add case: the argument list every ISA's add entry point takes."""
+    ints = [p.input1_offset, p.input1_mult, p.input1_shift, p.input2_offset, p.input2_mult, p.input2_shift,
+            p.left_shift, p.output_offset, p.output_mult, p.output_shift, lo, hi, x1.size]
+    args = [*map(CArg.lit, ints), CArg("act", "a"), CArg("act", "b"), CArg("act", "output")]
+    return case(f"{tag}-add", f"{prefix(isa)}add_s8", args, {"a": x1, "b": x2}, "output", scratch, expected)
+
+
+# ---- CMSIS-NN conformance sets ----------------------------------------------------------------
+def conformance_sets() -> list[tuple[str, str]]:
+    """(family, set) of every conformance set of FAMILIES; [] when the data is absent."""
+    index = CONF / "index.json"
+    if not index.is_file():
+        return []
+    return [(s["family"], s["set"]) for s in json.loads(index.read_text())["sets"] if s["family"] in FAMILIES]
+
+
+def conformance_cases(family: str, name: str, conv_cases: Builder, depthwise_cases: Builder, fc_cases: Builder,
+                      pool_cases: Builder, add_cases: Builder) -> list[Case]:
+    """The cases of one conformance set, through the ISA's op builders."""
+    d = dict(np.load(CONF / f"{name}.npz"))
+    c = json.loads((CONF / f"{name}.json").read_text())["config"]
+    ref, bias = d["output_ref"], d.get("bias")
+    if family in ("conv", "conv_1x1", "conv_1xn", "grouped_conv", "depthwise_conv"):
+        k = dict(stride=(c["STRIDE_Y"], c["STRIDE_X"]), pad=(c["PAD_Y"], c["PAD_X"]),
+                 dilation=(c.get("DILATION_Y", 1), c.get("DILATION_X", 1)), out_hw=(c["OUTPUT_H"], c["OUTPUT_W"]),
+                 input_offset=c["INPUT_OFFSET"], output_offset=c["OUTPUT_OFFSET"], out_mult=d["output_mult"],
+                 out_shift=d["output_shift"], act_min=c["OUT_ACTIVATION_MIN"], act_max=c["OUT_ACTIVATION_MAX"])
+        if family == "depthwise_conv":
+            return depthwise_cases(name, d["input"], d["weights"], bias, {**k, "depth_multiplier": c["CH_MULT"]}, ref)
+        return conv_cases(name, d["input"], d["weights"], bias, k, ref)
+    if family == "fully_connected":
+        mult, shift = (d["output_mult"], d["output_shift"]) if "output_mult" in d else \
+            ([c["OUTPUT_MULTIPLIER"]], [c["OUTPUT_SHIFT"]])
+        k = dict(input_offset=c["INPUT_OFFSET"], filter_offset=c.get("FILTER_OFFSET", 0),
+                 output_offset=c["OUTPUT_OFFSET"], out_mult=mult, out_shift=shift, act_min=c["OUT_ACTIVATION_MIN"],
+                 act_max=c["OUT_ACTIVATION_MAX"])
+        return fc_cases(name, d["input"], d["weights"], bias, k, ref)
+    if family in ("avgpool", "maxpool"):
+        kw = dict(kernel=(c["FILTER_H"], c["FILTER_W"]), stride=(c["STRIDE_H"], c["STRIDE_W"]),
+                  pad=(c["PADDING_H"], c["PADDING_W"]), out_hw=(c["OUTPUT_H"], c["OUTPUT_W"]),
+                  act_min=c["ACTIVATION_MIN"], act_max=c["ACTIVATION_MAX"])
+        return pool_cases(name, family[:3], d["input"], kw, ref)
+    p = AddParams(c["INPUT1_OFFSET"], c["INPUT1_MULT"], c["INPUT1_SHIFT"], c["INPUT2_OFFSET"], c["INPUT2_MULT"],
+                  c["INPUT2_SHIFT"], c["LEFT_SHIFT"], c["OUTPUT_OFFSET"], c["OUTPUT_MULT"], c["OUTPUT_SHIFT"])
+    return add_cases(name, d["input"], d["input2"], p, c["OUT_ACTIVATION_MIN"], c["OUT_ACTIVATION_MAX"], ref)
+
+
+# ---- seeded random cases (dsp, helium) ----------------------------------------------------------
+def _requant(rng: np.random.Generator, n: int, acc_scale: float, e0: bool = False):
+    """Per-channel (mult, shift) mapping accumulators of size ~acc_scale onto ~64; optionally one
+    channel with shift 0 (e = 0) and one dead channel (multiplier 0)."""
+    pairs = [quantize_multiplier(64.0 / acc_scale * rng.uniform(0.5, 2.0)) for _ in range(n)]
+    mult, shift = np.array([p[0] for p in pairs]), np.array([p[1] for p in pairs])
+    if e0 and n > 2:
+        mult[1], shift[1] = quantize_multiplier(0.75)
+        mult[2], shift[2] = 0, 0
+    return mult.astype(np.int32), shift.astype(np.int32)
+
+
+def _act(rng, kind: str, zp: int) -> tuple[int, int]:
+    return {"full": (-128, 127), "relu": (max(zp, -128), 127), "narrow": (max(zp, -100), min(zp + 90, 110))}[kind]
