@@ -199,6 +199,10 @@ def summary_lines(report: dict[str, Any]) -> list[str]:
          f"{s['weights']:,} + data {s['data']:,}); RAM {report.get('ram_bytes', report['arena_bytes']):,} B "
          f"(arena + data + bss); harness {report['harness_bytes']:,} B"),
     ]
+    if m.get("ram_total_bytes") is not None:
+        stack = m.get("lib_stack_bytes")
+        lines.append(f"RAM total to reserve {m['ram_total_bytes']:,} B (arena + data + bss + the board's stack and heap)"
+                     + (f"; the model library's stack need {stack:,} B (-fstack-usage)" if stack is not None else ""))
     if report["status"] in ("fault", "timeout"):
         lines.append("verification: not done, the run did not complete (see fw/run.log)")
     elif v.get("samples"):

@@ -39,6 +39,7 @@ class BuildResult:
     map: Path
     lib: SectionSizes  # objects compiled from `lib_sources` (the model library)
     harness: SectionSizes  # everything else: harness sources, board support, libc, libgcc
+    lib_stack: dict[str, int] | None = None  # library function -> its own stack frame, bytes (gcc -fstack-usage)
 
     @property
     def total(self) -> SectionSizes:
@@ -114,6 +115,21 @@ def _board_cflags(target: Target, opt_flags: Sequence[str] | None) -> list[str]:
     return flags
 
 
+def stack_usage(su_files: Sequence[Path]) -> dict[str, int]:
+    """function -> its own frame in bytes, from gcc's -fstack-usage files
+    (lines `file:line:col:function<TAB>bytes<TAB>static|dynamic[,bounded]`)."""
+    frames: dict[str, int] = {}
+    for su in su_files:
+        if not su.is_file():
+            continue
+        for line in su.read_text(encoding="utf-8", errors="replace").splitlines():
+            parts = line.split("\t")
+            if len(parts) >= 2 and parts[1].strip().isdigit():
+                name = parts[0].rsplit(":", 1)[-1]
+                frames[name] = max(frames.get(name, 0), int(parts[1]))
+    return frames
+
+
 def _compile(cmd_prefix: list[str], src: Path, obj: Path) -> None:
     proc = _run_tool([*cmd_prefix, "-c", str(src), "-o", str(obj)], f"compiling {src.name}")
     if proc.returncode != 0:
@@ -176,8 +192,10 @@ def build_firmware(
     lib = [Path(s).resolve() for s in lib_sources]
     jobs = [(src, obj_dir / f"{i:03d}_{src.stem}.o") for i, src in enumerate([*lib, *all_sources])]
     lib_objects = [obj for _, obj in jobs[: len(lib)]]
+    lib_prefix = [*prefix, "-fstack-usage"]  # library objects: each function's frame in OBJ.su (code unchanged)
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
-        for fut in [pool.submit(_compile, prefix, src, obj) for src, obj in jobs]:
+        for fut in [pool.submit(_compile, lib_prefix if i < len(lib) else prefix, src, obj)
+                    for i, (src, obj) in enumerate(jobs)]:
             fut.result()  # re-raises the first BuildError in source order
 
     elf, map_path = out_dir / "firmware.elf", out_dir / "firmware.map"
@@ -191,4 +209,5 @@ def build_firmware(
 
     lib_sizes, harness_sizes = parse_map_sizes(map_path.read_text(encoding="utf-8", errors="replace"),
                                                lib_objects, weights_section)  # fmt: skip
-    return BuildResult(elf=elf, map=map_path, lib=lib_sizes, harness=harness_sizes)
+    return BuildResult(elf=elf, map=map_path, lib=lib_sizes, harness=harness_sizes,
+                       lib_stack=stack_usage([obj.with_suffix(".su") for obj in lib_objects]))

@@ -47,6 +47,8 @@ def _parser() -> argparse.ArgumentParser:
         s.add_argument("--out", type=Path, help="output folder (default from the YAML, else ./out)")
         s.add_argument("--repeat", type=int, metavar="N", help="timed runs of sample 0 for measured timers "
                                                                "(median, min, max; default 5; exact counts run once)")
+        s.add_argument("--optimize", choices=("speed", "ram"), help="speed (default): the board's fastest kernels; "
+                                                                    "ram: per op the kernel needing the least scratch RAM")
         s.add_argument("--warmup", type=int, metavar="N", help="untimed runs of sample 0 before them (default 1)")
         s.add_argument("--quiet", action="store_true", help="no table and no progress, only errors and the final line")
     c = sub.add_parser("compare", help="per-op and total deltas of two report.json; non-zero exit over budget")
@@ -107,7 +109,7 @@ def _job(args: argparse.Namespace) -> int:
         args.model, args.config = args.config, None  # `edgecc run model.tflite`: a model, not a YAML
     cfg = load_config(args.config, {"model": args.model, "board": args.board, "calibration": args.calibration,
                                     "verify": args.verify, "out": args.out, "repeats": args.repeat,
-                                    "warmup": args.warmup})
+                                    "warmup": args.warmup, "optimize": args.optimize})
     targets = _targets(cfg.board)
     out = cfg.out.resolve()
     if out.exists() and not out.is_dir():

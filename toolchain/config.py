@@ -49,6 +49,7 @@ class Config:
     rounding: str = "tflm"  # tflm: TFLM's double rounding, ties away; onnx: one rounding, ties to even
     repeats: int = 5
     warmup: int = 1
+    optimize: str = "speed"  # speed: the board's fastest kernels; ram: per op the kernel with the least scratch
     batch: int = 1  # inferences per run: the batch axis of every model input (per-inference figures = total / batch)
     source: Path | None = None  # the YAML file, for messages
 
@@ -125,7 +126,7 @@ def load_config(path: Path | None, overrides: dict[str, Any]) -> Config:
     for key in ("model", "calibration", "verify", "out"):
         if raw.get(key) is not None:
             kw[key] = _path(raw[key], base, key, where)
-    for key in ("board", "weights_section", "calibration_method", "rounding"):
+    for key in ("board", "weights_section", "calibration_method", "rounding", "optimize"):
         if key in raw:
             kw[key] = str(raw[key])
     for key, kind in (("min_top1_agreement", float), ("min_sqnr_db", float), ("repeats", int),
@@ -153,6 +154,8 @@ def load_config(path: Path | None, overrides: dict[str, Any]) -> Config:
         raise InputError(f"{where}: calibration_method must be mse or minmax, not {cfg.calibration_method!r}")
     if cfg.rounding not in ("tflm", "onnx"):
         raise InputError(f"{where}: rounding must be tflm or onnx, not {cfg.rounding!r}")
+    if cfg.optimize not in ("speed", "ram"):
+        raise InputError(f"{where}: optimize must be speed or ram, not {cfg.optimize!r}")
     if not 1 <= cfg.repeats <= 1000:
         raise InputError(f"{where}: repeats must be between 1 and 1000")
     if not 0 <= cfg.warmup <= 1000:

@@ -10,11 +10,14 @@ from toolchain.ir import Graph
 from toolchain.ops.registry import KernelVariant, opdef
 
 
-def select_kernels(graph: Graph, preference: Sequence[str], features: Collection[str] = ()) -> dict[str, KernelVariant]:
+def select_kernels(graph: Graph, preference: Sequence[str], features: Collection[str] = (),
+                   optimize: str = "speed") -> dict[str, KernelVariant]:
     """node name -> chosen variant; views (Reshape) get none. `preference` lists ISA folders,
     e.g. ("dsp", "portable"); portable is always the last resort. `features`: the board's
     isa_features; a variant whose `requires` are not all among them is never chosen, nor one whose
-    `layouts` miss the layout of the node's output (graph.meta["layouts"], default NHWC)."""
+    `layouts` miss the layout of the node's output (graph.meta["layouts"], default NHWC).
+    `optimize`: "speed" takes the first applicable variant in preference order; "ram" takes, among
+    all applicable variants, the one with the smallest scratch_bytes (ties: preference order)."""
     order = [*preference, *(["portable"] if "portable" not in preference else [])]
     have = frozenset(features)
     layouts = graph.meta.get("layouts") or {}  # set by passes/select_layout.py; default NHWC
@@ -24,6 +27,13 @@ def select_kernels(graph: Graph, preference: Sequence[str], features: Collection
         if op.is_view:
             continue
         layout = layouts.get(node.outputs[0], "NHWC")
+        if optimize == "ram":
+            fits = [v for isa in order for v in op.variants if v.isa == isa and v.requires <= have
+                    and layout in v.layouts and v.applies(node, graph)]
+            if not fits:
+                raise UnsupportedModel(f"node {node.source or node.name} ({node.op.value}): no kernel variant applies")
+            chosen[node.name] = min(fits, key=lambda v: v.scratch_bytes(node, graph))  # min keeps the first of ties
+            continue
         for isa in order:
             v = next((v for v in op.variants if v.isa == isa and v.requires <= have and layout in v.layouts
                       and v.applies(node, graph)), None)

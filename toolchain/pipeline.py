@@ -118,7 +118,7 @@ def compile_model(cfg: Config, target: Target, out_dir: Path, *, profile: bool,
     graph, qgraph = front.graph_f32, front.graph_s8
     prefs = [isa.value for isa in target.kernel_preference]
     qgraph = select_layout(qgraph, target)                            # NHWC or CHWN per op for this board (+ relayouts)
-    variants = select_kernels(qgraph, prefs, target.isa_features)     # one kernel variant per op for this board
+    variants = select_kernels(qgraph, prefs, target.isa_features, cfg.optimize)  # one kernel variant per op for this board
     scratch, inplace = scratch_sizes(qgraph, variants), inplace_inputs(variants)
     qgraph = order_for_memory(qgraph, scratch, target.buffer_alignment, inplace)  # order with the smallest live peak
     plan = plan_memory(qgraph, scratch, target.buffer_alignment, inplace=inplace)  # one static arena at the live bound

@@ -109,6 +109,15 @@ def memory_section(build: Build) -> dict[str, Any]:
                "planner": plan.planner, "alignment": a,
                "buffers": [{"name": b.name, "offset": plan.offsets[b.name], "size": b.size, "first_op": b.first,
                             "last_op": b.last, "tensors": plan.tensors_of(b.name)} for b in buffers]}
+    fw, mem = build.firmware, build.target.memory
+    section["ram_total_bytes"] = (plan.arena_bytes + fw.lib.data + fw.lib.bss
+                                  + mem.stack_size + mem.heap_size)  # what a user must reserve
+    frames = dict(getattr(fw, "lib_stack", None) or {})
+    if frames:  # kernels are leaves called from ecc_model_run: its frame plus the largest other one
+        top = frames.pop("ecc_model_run", 0)
+        section["lib_stack_bytes"] = top + max(frames.values(), default=0)
+    else:
+        section["lib_stack_bytes"] = None
     ops = [n.name for n in build.graph_s8.nodes if not opdef(n).is_view]
     section["timeline_png"] = plot_memory(section, ops, build.lib_dir.parent / "memory.png").name
     return section

@@ -100,6 +100,21 @@ def test_digits_report_memory_section_summary_and_picture(digits_run):
     assert f"arena {arena:,} B = live-set bound; greedy-by-size (TFLM) {greedy:,} B{gap}; naive" in md
 
 
+def test_digits_report_ram_total_and_library_stack(digits_run):
+    """Issue 5 point 7: the RAM a user must reserve, stated exactly (arena + the library's .data +
+    .bss + the board's stack and heap), and the library's stack need measured with -fstack-usage."""
+    from targets import load_target
+
+    job = digits_run(BOARD)
+    r = job.report
+    assert r is not None and job.code == 0, f"exit {job.code}; stderr:\n{job.err}"
+    m, s, mem = r["memory"], r["sections"], load_target(BOARD).memory
+    assert m["ram_total_bytes"] == m["arena_bytes"] + mem.stack_size + mem.heap_size + s["data"] + s["bss"]
+    assert 0 < m["lib_stack_bytes"] < 1024
+    md = (job.out / "report.md").read_text()
+    assert f"RAM total to reserve {m['ram_total_bytes']:,} B" in md
+
+
 def _branchy_model(path: Path) -> Path:
     """x[1,1,8,8] -> A (4 ch) -> { C1 (8) -> C2 (16) } and { B1 (32) + Relu -> B2 (16) } -> Add + Relu ->
     global average pool -> Flatten -> Gemm(10). The file lists the small branch first: running
