@@ -32,6 +32,4 @@ class BatchNorm(OpDef):
 
     def reference_f32(self, node: Node, graph: Graph, ins: list[np.ndarray]) -> list[np.ndarray]:
         a, b = bn_scale_shift(graph, node)
-        x = ins[0]
-        shape = (-1,) if x.ndim == 2 else (-1,)  # channel is the last axis in NHWC and [N,C]
-        return [(x * a.reshape(shape) + b.reshape(shape)).astype(np.float32)]
+        return [(ins[0] * a + b).astype(np.float32)]  # the channel is the last axis in NHWC and [N, C]

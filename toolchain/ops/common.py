@@ -138,3 +138,18 @@ def quantize_operand(graph: Graph, name: str, qp: QuantParams | None = None) -> 
     t = graph.t(name)
     qp = qp or const_qparams(t.data)
     return graph.with_tensor(Tensor(name, t.shape, DType.INT8, qp, qp.quantize(t.data)))
+
+
+def weighted_requant(node: Node, graph: Graph, out_axis: int) -> dict:
+    """The requantization kwargs shared by Conv2D, DepthwiseConv2D and FullyConnected: offsets,
+    per-output-channel (multiplier, shift) and the fused activation's int8 clamp. A per-tensor
+    weight scale (TFLite files may have one) is broadcast over the output channels (weight axis
+    `out_axis`) as TFLM PopulateConvolutionQuantizationParams does; the kernels read out_mult[oc].
+    The real multiplier is double(s_in) * double(s_w) / double(s_out), also for FC: see
+    fully_connected.py for why that matches the TFLM oracle build."""
+    x, w, y = graph.t(node.inputs[0]), graph.t(node.inputs[1]), graph.t(node.outputs[0])
+    w_scale = w.quant.scale * (w.shape[out_axis] if len(w.quant.scale) == 1 else 1)
+    mult, shift = requant_arrays(x.quant.s, w_scale, y.quant.s)
+    lo, hi = act_range_s8(node.attrs.act, y.quant)
+    return dict(input_offset=-x.quant.zp, output_offset=y.quant.zp, out_mult=mult, out_shift=shift,
+                act_min=lo, act_max=hi)

@@ -14,7 +14,7 @@ import numpy as np
 from toolchain.ops.fixed_point import requantize_s8, wrap_int32
 from dataclasses import dataclass
 from toolchain.ir import Graph, Node
-from toolchain.ops.common import NO_ACT, Window, act_range_s8, apply_act_f32, conv_f32, quantize_bias, quantize_weights, requant_arrays
+from toolchain.ops.common import NO_ACT, Window, apply_act_f32, conv_f32, quantize_bias, quantize_weights, weighted_requant
 from toolchain.ops.packing import MODES, dsp_variant, fold_layer, gemm_groups, pack_gemm_blob
 from toolchain.ops import neon_variants
 from toolchain.ops import helium_variants
@@ -104,16 +104,9 @@ class Conv2DAttrs:
 
 
 def _s8_kwargs(node: Node, graph: Graph) -> dict:
-    x, w, y = graph.t(node.inputs[0]), graph.t(node.inputs[1]), graph.t(node.outputs[0])
-    # A per-tensor weight scale (TFLite files may have one) is broadcast over the output channels as
-    # TFLM PopulateConvolutionQuantizationParams does; the C kernel reads out_mult[oc].
-    w_scale = w.quant.scale * (w.shape[0] if len(w.quant.scale) == 1 else 1)
-    mult, shift = requant_arrays(x.quant.s, w_scale, y.quant.s)
-    lo, hi = act_range_s8(node.attrs.act, y.quant)
     win = node.attrs.window
-    return dict(stride=win.stride, pad=win.pads[:2], dilation=win.dilation, out_hw=y.shape[1:3],
-                input_offset=-x.quant.zp, output_offset=y.quant.zp, out_mult=mult, out_shift=shift,
-                act_min=lo, act_max=hi)
+    return dict(stride=win.stride, pad=win.pads[:2], dilation=win.dilation,
+                out_hw=graph.t(node.outputs[0]).shape[1:3], **weighted_requant(node, graph, out_axis=0))
 
 
 # ---- DSP variants (c_templates/kernels/dsp/): predicates, scratch, argument lists -----------

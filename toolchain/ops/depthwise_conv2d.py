@@ -13,7 +13,7 @@ from toolchain.ops.conv2d import _as_per_channel, im2col_s8_offset
 from toolchain.ops.fixed_point import requantize_s8, wrap_int32
 from dataclasses import dataclass
 from toolchain.ir import Graph, Node
-from toolchain.ops.common import NO_ACT, Window, act_range_s8, apply_act_f32, conv_f32, quantize_bias, quantize_weights, requant_arrays
+from toolchain.ops.common import NO_ACT, Window, apply_act_f32, conv_f32, quantize_bias, quantize_weights, weighted_requant
 from toolchain.ops.packing import MODES, dsp_variant, fold_layer
 from toolchain.ops import neon_variants
 from toolchain.ops import helium_variants
@@ -64,16 +64,10 @@ class DepthwiseConv2DAttrs:
 
 
 def _s8_kwargs(node: Node, graph: Graph) -> dict:
-    x, w, y = graph.t(node.inputs[0]), graph.t(node.inputs[1]), graph.t(node.outputs[0])
-    # A per-tensor weight scale (TFLite files may have one) is broadcast over the output channels as
-    # TFLM PopulateConvolutionQuantizationParams does; the C kernel reads out_mult[oc].
-    w_scale = w.quant.scale * (w.shape[3] if len(w.quant.scale) == 1 else 1)
-    mult, shift = requant_arrays(x.quant.s, w_scale, y.quant.s)
-    lo, hi = act_range_s8(node.attrs.act, y.quant)
     win = node.attrs.window
-    return dict(stride=win.stride, pad=win.pads[:2], dilation=win.dilation, out_hw=y.shape[1:3],
-                depth_multiplier=node.attrs.depth_multiplier, input_offset=-x.quant.zp,
-                output_offset=y.quant.zp, out_mult=mult, out_shift=shift, act_min=lo, act_max=hi)
+    return dict(stride=win.stride, pad=win.pads[:2], dilation=win.dilation,
+                out_hw=graph.t(node.outputs[0]).shape[1:3], depth_multiplier=node.attrs.depth_multiplier,
+                **weighted_requant(node, graph, out_axis=3))
 
 
 # ---- DSP variants (c_templates/kernels/dsp/): predicates, scratch, argument lists -----------

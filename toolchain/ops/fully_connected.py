@@ -12,7 +12,7 @@ import numpy as np
 from toolchain.ops.fixed_point import requantize_s8, wrap_int32
 from dataclasses import dataclass
 from toolchain.ir import Graph, Node
-from toolchain.ops.common import NO_ACT, act_range_s8, apply_act_f32, quantize_bias, quantize_weights, requant_arrays
+from toolchain.ops.common import NO_ACT, apply_act_f32, quantize_bias, quantize_weights, weighted_requant
 from toolchain.ops.packing import dsp_variant, fold_layer, gemm_groups, pack_gemm_blob
 from toolchain.ops import neon_variants
 from toolchain.ops import helium_variants
@@ -55,18 +55,12 @@ class FullyConnectedAttrs:
 
 
 def _s8_kwargs(node: Node, graph: Graph) -> dict:
-    x, w, y = graph.t(node.inputs[0]), graph.t(node.inputs[1]), graph.t(node.outputs[0])
-    # A per-tensor weight scale (TFLite files) is broadcast over the outputs, as for conv: the kernels
-    # take one multiplier per output. Real multiplier double(s_in) * double(s_w) / double(s_out) for
-    # per-tensor weights too: TFLM's source reads double(float(s_in * s_w)) there (kernel_util.cc
-    # GetQuantizedConvolutionMultipler, tflite-micro issue #1492), but the oracle build (tflite-micro
-    # 0.dev20261023, x86) multiplies in double (cvtss2sd both scales, then mulsd);
-    # tests/frontend/test_tflite.py pins it with accumulators where the two rules round differently.
-    w_scale = w.quant.scale * (w.shape[0] if len(w.quant.scale) == 1 else 1)
-    mult, shift = requant_arrays(x.quant.s, w_scale, y.quant.s)
-    lo, hi = act_range_s8(node.attrs.act, y.quant)
-    return dict(input_offset=-x.quant.zp, filter_offset=0, output_offset=y.quant.zp, out_mult=mult,
-                out_shift=shift, act_min=lo, act_max=hi)
+    # Real multiplier double(s_in) * double(s_w) / double(s_out) for per-tensor weights too: TFLM's
+    # source reads double(float(s_in * s_w)) there (kernel_util.cc GetQuantizedConvolutionMultipler,
+    # tflite-micro issue #1492), but the oracle build (tflite-micro 0.dev20261023, x86) multiplies in
+    # double (cvtss2sd both scales, then mulsd); tests/frontend/test_tflite.py pins it with
+    # accumulators where the two rules round differently.
+    return dict(filter_offset=0, **weighted_requant(node, graph, out_axis=0))
 
 
 # ---- DSP variant (c_templates/kernels/dsp/): predicate, scratch, argument list ---------------
