@@ -146,3 +146,50 @@ def fmt(v: Any, digits: int = 2) -> str:
     if isinstance(v, int):
         return f"{v:,}"
     return str(v)
+
+
+# The MLPerf Tiny int8 .tflite models (their own quantization), as tests/models configures them.
+INT8_MODELS = {m: REPO / "tests" / "models" / f"{m}.yaml"
+               for m in ("ic_resnet8_int8", "vww_mobilenet_int8", "kws_dscnn_int8", "ad_autoencoder_int8")}
+
+
+def verify_subset(config: Path, n: int, where: Path) -> Path:
+    """The first n samples of the `verify:` DATA of pipeline YAML `config`, written under `where`
+    (.npy / .npz sliced; a folder of images: symlinks to its first n images in the sorted order
+    toolchain.data reads them). Sample 0 is what the benchmarks measure; the others are verified."""
+    import numpy as np
+    import yaml
+
+    from_yaml = yaml.safe_load(config.read_text(encoding="utf-8"))["verify"]
+    src = (config.parent / from_yaml).resolve()
+    where.mkdir(parents=True, exist_ok=True)
+    if src.is_dir():
+        from toolchain.data import IMAGE_SUFFIXES
+
+        folder = where / f"{config.stem}_verify{n}"
+        folder.mkdir(exist_ok=True)
+        for f in sorted(p for p in src.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES)[:n]:
+            if not (folder / f.name).exists():
+                (folder / f.name).symlink_to(f)
+        return folder
+    if src.suffix == ".npz":
+        with np.load(src) as z:
+            arrays = {k: z[k][:n] for k in z.files}
+        path = where / f"{config.stem}_verify{n}.npz"
+        np.savez(path, **arrays)
+        return path
+    path = where / f"{config.stem}_verify{n}.npy"
+    np.save(path, np.load(src)[:n])
+    return path
+
+
+def update_readme(marker: str, text: str, readme: Path = REPO / "README.md") -> bool:
+    """Replace what README.md holds between `<!-- bench:MARKER -->` and `<!-- /bench:MARKER -->`
+    with `text` (the rest of the file untouched). False, README unchanged, if the markers are missing."""
+    start, end = f"<!-- bench:{marker} -->", f"<!-- /bench:{marker} -->"
+    doc = readme.read_text(encoding="utf-8")
+    i, j = doc.find(start), doc.find(end)
+    if i < 0 or j < i:
+        return False
+    readme.write_text(doc[:i + len(start)] + "\n" + text.strip("\n") + "\n" + doc[j:], encoding="utf-8")
+    return True

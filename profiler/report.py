@@ -78,8 +78,9 @@ def build_report(*, model: str, model_sha256: str, board: str, costs: OpCosts | 
                  memory: dict[str, Any], lib_sections: dict[str, int], harness_bytes: int,
                  verification: dict[str, Any], status: str, timings: dict[str, float],
                  fault: dict[str, Any] | None = None, generator: str = "",
-                 numerics: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The report.json document (schema_version SCHEMA_VERSION)."""
+                 numerics: dict[str, Any] | None = None, weights: dict[str, int] | None = None) -> dict[str, Any]:
+    """The report.json document (schema_version SCHEMA_VERSION). weights: the byte breakdown of the
+    weights section from the emitter (toolchain.codegen.context.weights_breakdown), optional."""
     unit = costs.unit if costs else None
     flash = sum(lib_sections[k] for k in ("text", "rodata", "weights", "data"))
     rows = op_rows(ops, costs, memory, numerics)
@@ -97,6 +98,7 @@ def build_report(*, model: str, model_sha256: str, board: str, costs: OpCosts | 
         "total_instructions": round(costs.total) if costs and unit == "instructions" else None,
         "arena_bytes": memory["arena_bytes"],
         "flash_bytes": flash,
+        **weight_fields(flash, lib_sections, weights),
         "ram_bytes": memory["arena_bytes"] + lib_sections["data"] + lib_sections["bss"],
         "harness_bytes": harness_bytes,
         "sections": lib_sections,
@@ -109,6 +111,27 @@ def build_report(*, model: str, model_sha256: str, board: str, costs: OpCosts | 
         "fault": fault,
         "timings_s": timings,
     }
+
+
+FLASH_DEFINITION = ("flash = the model library's text + rodata + weights section + data (linker map); weights = "
+                    "the model's own parameters (int8 weights + int32 biases as the source model stores them, "
+                    "before re-packing); overhead = flash - weights")
+
+
+def weight_fields(flash: int, sections: dict[str, int], weights: dict[str, int] | None) -> dict[str, Any]:
+    """weights_bytes, flash_overhead_bytes and weights_breakdown (bytes) from the emitter's breakdown;
+    without one (None) the three are null. The breakdown gains `alignment`: the weights section's
+    bytes minus the emitted arrays' (padding between arrays). The emitter's `skipped` (parameters of
+    output channels proven constant, not stored) counts in weights_bytes but not in the breakdown,
+    which sums to the section: it becomes weights_skipped_bytes (present only when not 0)."""
+    if weights is None:
+        return {"weights_bytes": None, "flash_overhead_bytes": None, "weights_breakdown": None}
+    weights = dict(weights)
+    skipped = weights.pop("skipped", 0)
+    own = weights["weights"] + weights["biases"] + weights.get("other", 0) + skipped
+    breakdown = {**weights, "alignment": sections["weights"] - sum(weights.values())}
+    return {"weights_bytes": own, "flash_overhead_bytes": flash - own, "weights_breakdown": breakdown,
+            **({"weights_skipped_bytes": skipped} if skipped else {})}
 
 
 def write_json(report: dict[str, Any], path: Path) -> None:
@@ -199,10 +222,19 @@ def summary_lines(report: dict[str, Any]) -> list[str]:
          f"{s['weights']:,} + data {s['data']:,}); RAM {report.get('ram_bytes', report['arena_bytes']):,} B "
          f"(arena + data + bss); harness {report['harness_bytes']:,} B"),
     ]
+    if report.get("weights_bytes") is not None:
+        lines.append(flash_line(report))
     if m.get("ram_total_bytes") is not None:
         stack = m.get("lib_stack_bytes")
         lines.append(f"RAM total to reserve {m['ram_total_bytes']:,} B (arena + data + bss + the board's stack and heap)"
                      + (f"; the model library's stack need {stack:,} B (-fstack-usage)" if stack is not None else ""))
+        if m.get("stack_high_water_bytes") is not None:
+            lines[-1] += (f"; stack high-water mark {m['stack_high_water_bytes']:,} B of the board's "
+                          f"{m.get('stack_size_bytes') or 0:,} B (measured on {m['stack_high_water_board']}, "
+                          "harness included)")
+    if g := m.get("guards"):
+        lines.append(f"debug guards on: {g['count']} guards, {g['bytes']:,} B; the arena is {g['cost_bytes']:,} B "
+                     f"larger than without them ({g['arena_without_guards_bytes']:,} B)")
     if report["status"] in ("fault", "timeout"):
         lines.append("verification: not done, the run did not complete (see fw/run.log)")
     elif v.get("samples"):
@@ -216,8 +248,20 @@ def summary_lines(report: dict[str, Any]) -> list[str]:
     if report.get("fault"):
         f = report["fault"]
         where = f" in {f['function']}()" if f.get("function") else ""
+        if f.get("kind") == "guard":
+            where = f": the guard after buffer {f.get('buffer')} was broken"
         lines.append(f"FAULT: {f.get('reason')}{where} while running op {f.get('op')} ({f.get('op_name') or 'none'})")
     return lines
+
+
+def flash_line(report: dict[str, Any]) -> str:
+    """Flash against the model's own weights, with the definition and the weights section by content."""
+    b = report["weights_breakdown"]
+    parts = ", ".join(f"{k} {v:,}" for k, v in b.items() if v)
+    skipped = report.get("weights_skipped_bytes")
+    return (f"flash overhead {report['flash_overhead_bytes']:,} B over the model's weights {report['weights_bytes']:,} B "
+            f"({FLASH_DEFINITION}); weights section by content (B): {parts}"
+            + (f"; not stored: {skipped:,} B of constant output channels" if skipped else ""))
 
 
 def _tflm_line(v: dict[str, Any]) -> str:

@@ -17,7 +17,8 @@ from pathlib import Path
 
 from targets.errors import RunError
 from targets.plugin import plugin_path
-from targets.runlog import Fault, PluginCounts, RunLog, decode_cfsr, parse_fault, parse_plugin_log
+from targets.runlog import (Fault, PluginCounts, RunLog, decode_cfsr, parse_fault, parse_guard, parse_plugin_log,
+                            parse_stack)
 from targets.target import RunKind, Target, TimeSource
 
 __all__ = ["Fault", "RunLog", "decode_cfsr", "parse_fault", "parse_plugin_log", "run_firmware", "symbol_addresses"]
@@ -166,10 +167,11 @@ def run_firmware(
         stderr=stderr,
         returncode=rc,
         timed_out=timed_out,
-        fault=parse_fault(stderr),
+        fault=parse_fault(stderr) or parse_guard(stdout),
         total_instructions=counts.total_instructions if counts else None,
         marks=counts.marks if counts else [],
         wall_s=wall,
         command=tuple(cmd),
         mark_classes=counts.mark_classes if counts else [],
+        stack=parse_stack(stderr),
     )

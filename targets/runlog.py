@@ -3,7 +3,9 @@
 Two line formats are parsed here:
 * fault lines printed by board support (targets/support/*): Cortex-M
   `FAULT: CFSR=<hex8> HFSR=<hex8> BFAR=<hex8> PC=<hex8> OP=<int>`, `FAULT: unexpected exception OP=<int>`,
-  and hosted `FAULT: SIGNAL=<int> ADDR=<hex> OP=<int>`;
+  and hosted `FAULT: SIGNAL=<int> ADDR=<hex> OP=<int>`; the harness's `ECC_GUARD OP=<int> BUFFER=<name>`
+  (stdout, debug_guards builds: the guard after that buffer was found broken after that op);
+* the stack high-water line of board support: `ECC_STACK used=<bytes> painted=<bytes>` (stderr);
 * the tcount plugin log (targets/plugin/tcount.c): a `tcount: v2 ...` header and one line per mark.
 """
 
@@ -36,13 +38,17 @@ def decode_cfsr(cfsr: int, hfsr: int = 0) -> str:
 class Fault:
     """A fault reported by the board support code (one `FAULT:` line).
 
-    `reason` is the decoded CFSR ("UNALIGNED"), a signal name ("SIGSEGV") or "UNEXPECTED_EXCEPTION".
-    `op` is the harness's ecc_current_op at fault time (-1: outside any op). Registers are None
-    where the board does not report them (hosted boards report `signal` and `address` instead).
+    `reason` is the decoded CFSR ("UNALIGNED"), a signal name ("SIGSEGV"), "UNEXPECTED_EXCEPTION"
+    or "GUARD". `kind`: cpu (Cortex-M fault registers), exception, signal (hosted) or guard (a
+    debug guard broken after op `op`; `buffer` names the buffer it follows). `op` is the harness's
+    ecc_current_op at fault time (-1: outside any op). Registers are None where the board does not
+    report them (hosted boards report `signal` and `address` instead).
     """
 
     reason: str
     op: int
+    kind: str | None = None
+    buffer: str | None = None
     pc: int | None = None
     cfsr: int | None = None
     hfsr: int | None = None
@@ -78,14 +84,35 @@ def parse_fault(text: str) -> Fault | None:
             continue
         if m := _CM_FAULT_RE.search(line):
             cfsr, hfsr = int(m["cfsr"], 16), int(m["hfsr"], 16)
-            return Fault(reason=decode_cfsr(cfsr, hfsr), op=int(m["op"]), pc=int(m["pc"], 16), cfsr=cfsr,
-                         hfsr=hfsr, bfar=int(m["bfar"], 16), line=line.strip())  # fmt: skip
+            return Fault(reason=decode_cfsr(cfsr, hfsr), op=int(m["op"]), kind="cpu", pc=int(m["pc"], 16),
+                         cfsr=cfsr, hfsr=hfsr, bfar=int(m["bfar"], 16), line=line.strip())  # fmt: skip
         if m := _UNEXPECTED_RE.search(line):
-            return Fault(reason="UNEXPECTED_EXCEPTION", op=int(m["op"]), line=line.strip())
+            return Fault(reason="UNEXPECTED_EXCEPTION", op=int(m["op"]), kind="exception", line=line.strip())
         if m := _SIGNAL_RE.search(line):
             sig = int(m["sig"])
-            return Fault(reason=_signal_name(sig), op=int(m["op"]), signal=sig, address=int(m["addr"], 16),
-                         line=line.strip())  # fmt: skip
+            return Fault(reason=_signal_name(sig), op=int(m["op"]), kind="signal", signal=sig,
+                         address=int(m["addr"], 16), line=line.strip())  # fmt: skip
+    return None
+
+
+_GUARD_RE = re.compile(r"^ECC_GUARD OP=(?P<op>-?\d+) BUFFER=(?P<buffer>.*)$")
+_STACK_RE = re.compile(r"^ECC_STACK used=(?P<used>\d+) painted=(?P<painted>\d+)$")
+
+
+def parse_guard(stdout: str) -> Fault | None:
+    """The harness's broken-guard line (debug_guards builds) as a Fault of kind guard, or None."""
+    for line in stdout.splitlines():
+        if m := _GUARD_RE.match(line.strip()):
+            return Fault(reason="GUARD", op=int(m["op"]), kind="guard", buffer=m["buffer"], line=line.strip())
+    return None
+
+
+def parse_stack(stderr: str) -> tuple[int, int] | None:
+    """(bytes of stack used at the deepest point, bytes painted) from board support's
+    `ECC_STACK used=<n> painted=<n>` line, or None when the board printed none."""
+    for line in stderr.splitlines():
+        if m := _STACK_RE.match(line.strip()):
+            return int(m["used"]), int(m["painted"])
     return None
 
 
@@ -183,6 +210,8 @@ class RunLog:
     # tcount instruction classes (run_firmware(classes=True)): per mark record, the counts per
     # targets.target.CYCLE_CLASSES when it fired; [] otherwise
     mark_classes: list[tuple[int, ...]] = field(default_factory=list)
+    # stack high-water mark from board support (painted stack): (bytes used, bytes painted); None if not printed
+    stack: tuple[int, int] | None = None
 
     @property
     def ok(self) -> bool:

@@ -1,7 +1,7 @@
 """The `edgecc` command line: parses arguments, calls the pipeline and the runner, prints.
 
   edgecc run   [CONFIG.yaml] [--model PATH] [--board NAME[,NAME...]|all] [--calibration DATA] [--verify DATA]
-               [--out DIR] [--repeat N] [--warmup N] [--quiet]
+               [--out DIR] [--repeat N] [--warmup N] [--kernels auto|portable] [--quiet]
   edgecc build [CONFIG.yaml] [same flags]          write OUT/lib and OUT/fw without running
   edgecc compare A/report.json B/report.json [--max-regression 5%] [--force]
   edgecc boards                                    list the boards of boards.yaml
@@ -49,7 +49,11 @@ def _parser() -> argparse.ArgumentParser:
                                                                "(median, min, max; default 5; exact counts run once)")
         s.add_argument("--optimize", choices=("speed", "ram"), help="speed (default): the board's fastest kernels; "
                                                                     "ram: per op the kernel needing the least scratch RAM")
+        s.add_argument("--kernels", metavar="auto|portable", help="auto (default): the board's kernel variants "
+                                                                   "(dsp, helium, neon); portable: portable C only")
         s.add_argument("--warmup", type=int, metavar="N", help="untimed runs of sample 0 before them (default 1)")
+        s.add_argument("--debug-guards", action="store_true", default=None,
+                       help="debug build: guard bytes after every arena buffer, checked after every op")
         s.add_argument("--quiet", action="store_true", help="no table and no progress, only errors and the final line")
     c = sub.add_parser("compare", help="per-op and total deltas of two report.json; non-zero exit over budget")
     c.add_argument("a", type=Path, help="baseline report.json")
@@ -109,7 +113,8 @@ def _job(args: argparse.Namespace) -> int:
         args.model, args.config = args.config, None  # `edgecc run model.tflite`: a model, not a YAML
     cfg = load_config(args.config, {"model": args.model, "board": args.board, "calibration": args.calibration,
                                     "verify": args.verify, "out": args.out, "repeats": args.repeat,
-                                    "warmup": args.warmup, "optimize": args.optimize})
+                                    "warmup": args.warmup, "optimize": args.optimize, "debug_guards": args.debug_guards,
+                                    "kernels": args.kernels})
     targets = _targets(cfg.board)
     out = cfg.out.resolve()
     if out.exists() and not out.is_dir():

@@ -51,6 +51,8 @@ class Config:
     warmup: int = 1
     optimize: str = "speed"  # speed: the board's fastest kernels; ram: per op the kernel with the least scratch
     batch: int = 1  # inferences per run: the batch axis of every model input (per-inference figures = total / batch)
+    debug_guards: bool = False  # guard bytes after every arena buffer, checked after every op (a debug build)
+    kernels: str = "auto"  # auto: the board's kernel_preference; portable: the portable C kernels only (a baseline)
     source: Path | None = None  # the YAML file, for messages
 
 
@@ -126,7 +128,7 @@ def load_config(path: Path | None, overrides: dict[str, Any]) -> Config:
     for key in ("model", "calibration", "verify", "out"):
         if raw.get(key) is not None:
             kw[key] = _path(raw[key], base, key, where)
-    for key in ("board", "weights_section", "calibration_method", "rounding", "optimize"):
+    for key in ("board", "weights_section", "calibration_method", "rounding", "optimize", "kernels"):
         if key in raw:
             kw[key] = str(raw[key])
     for key, kind in (("min_top1_agreement", float), ("min_sqnr_db", float), ("repeats", int),
@@ -138,6 +140,10 @@ def load_config(path: Path | None, overrides: dict[str, Any]) -> Config:
                 raise InputError(f"{where}: `{key}` must be a number, not {raw[key]!r}") from None
     if "profile" in raw:
         kw["profile"] = bool(raw["profile"])
+    if "debug_guards" in raw:
+        if not isinstance(raw["debug_guards"], bool):
+            raise InputError(f"{where}: `debug_guards` must be true or false, not {raw['debug_guards']!r}")
+        kw["debug_guards"] = raw["debug_guards"]
     kw["preprocess"] = _preprocess(raw.get("preprocess"), where)
     if raw.get("input_shapes"):
         try:
@@ -156,6 +162,9 @@ def load_config(path: Path | None, overrides: dict[str, Any]) -> Config:
         raise InputError(f"{where}: rounding must be tflm or onnx, not {cfg.rounding!r}")
     if cfg.optimize not in ("speed", "ram"):
         raise InputError(f"{where}: optimize must be speed or ram, not {cfg.optimize!r}")
+    if cfg.kernels not in ("auto", "portable"):
+        raise InputError(f"{where}: kernels must be auto or portable, not {cfg.kernels!r} "
+                         "(YAML `kernels:` or --kernels)")
     if not 1 <= cfg.repeats <= 1000:
         raise InputError(f"{where}: repeats must be between 1 and 1000")
     if not 0 <= cfg.warmup <= 1000:

@@ -2,7 +2,9 @@
 
 It is the oracle (architecture P8): calibration runs it on float graphs, pass tests compare
 before/after with it, and every generated C output must equal it bit for bit on int8 graphs.
-A node whose output tensor is int8 runs `reference_s8`, otherwise `reference_f32`.
+A node whose output tensor is int8 runs `reference_s8`, otherwise `reference_f32`. The rounding
+mode of the int8 references is the graph's own (graph.meta["rounding"], fixed_point.graph_rounding):
+read here, once per run, not passed op by op.
 """
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ import numpy as np
 
 import toolchain.ops  # noqa: F401 - registers the ops
 from toolchain.ir import DType, Graph
+from toolchain.ops.fixed_point import graph_rounding, rounding_mode
 from toolchain.ops.registry import opdef
 
 
@@ -22,6 +25,11 @@ def interpret(graph: Graph, inputs: Mapping[str, np.ndarray], keep_all: bool = F
     Returns the graph outputs by name (every activation too when keep_all).
     Raises ValueError when an input is missing or has the wrong shape.
     """
+    with rounding_mode(graph_rounding(graph)):
+        return _run(graph, inputs, keep_all)
+
+
+def _run(graph: Graph, inputs: Mapping[str, np.ndarray], keep_all: bool) -> dict[str, np.ndarray]:
     env: dict[str, np.ndarray] = {}
     for name in graph.inputs:
         t = graph.t(name)

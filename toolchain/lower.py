@@ -4,6 +4,7 @@ the compiler so the emitted C has no ISA #if ladders)."""
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
+from dataclasses import replace
 
 from toolchain.errors import UnsupportedModel
 from toolchain.ir import Graph
@@ -43,6 +44,16 @@ def select_kernels(graph: Graph, preference: Sequence[str], features: Collection
         else:
             raise UnsupportedModel(f"node {node.source or node.name} ({node.op.value}): no kernel variant applies")
     return chosen
+
+
+def lowering_target(target, kernels: str = "auto"):
+    """The board as layout selection and kernel selection see it (a targets.Target). `kernels`
+    (Config.kernels): "auto" keeps the board's kernel_preference; "portable" cuts it to the portable
+    C kernels, a baseline that shows what the ISA variants gain (bench/mlperf_int8.py). Only the
+    preference changes: the compiler, flags, memory map and run of the board stay the same."""
+    if kernels == "auto":
+        return target
+    return replace(target, kernel_preference=tuple(i for i in target.kernel_preference if i.value == "portable"))
 
 
 def scratch_sizes(graph: Graph, variants: dict[str, KernelVariant]) -> dict[str, int]:

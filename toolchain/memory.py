@@ -7,6 +7,9 @@ elementwise kernel that declares `inplace_inputs` writes its output over an inpu
 that op) -> a planner from toolchain.planners (the best one found unless one is named) ->
 check_no_overlap on every plan. Offsets and the arena size are multiples of the board's alignment
 (the arena base is aligned by the emitted C); buffer sizes stay exact.
+Debug guards (`debug_guards: true`): every buffer is planned `guard_bytes` larger, so the pattern
+bytes written right after its last byte (up to its aligned end) never share a byte with another
+live buffer, and one more guard closes the arena; the emitted C checks them after every op.
 Not here: the placement algorithms (toolchain.planners), the execution order (toolchain.schedule).
 Later: Concat producers writing straight into their slice of the output (no Concat op yet).
 """
@@ -18,9 +21,12 @@ from dataclasses import dataclass
 from toolchain.ir import Graph, Node
 from toolchain.ops.registry import KernelVariant, opdef
 from toolchain.planners import PLANNERS, Buffer, align, live_bound_units, plan_best
+from toolchain.schedule import order_for_memory
 
-__all__ = ["Buffer", "MemoryPlan", "PlanError", "PLANNERS", "lifetimes", "live_bound", "plan_memory",
-           "check_no_overlap", "inplace_inputs", "plan_naive", "plan_greedy_by_size"]
+__all__ = ["Buffer", "GUARD_BYTES", "MemoryPlan", "PlanError", "PLANNERS", "lifetimes", "live_bound", "plan_memory",
+           "check_no_overlap", "inplace_inputs", "plan_for_kernels", "plan_naive", "plan_greedy_by_size"]
+
+GUARD_BYTES = 16  # debug guards: at least this many pattern bytes after every buffer and at the arena's end
 
 plan_naive = PLANNERS["naive"]
 plan_greedy_by_size = PLANNERS["greedy_by_size"]
@@ -40,6 +46,7 @@ class MemoryPlan:
     alignment: int
     planner: str
     tensor_buffer: Mapping[str, str]  # tensor name -> buffer name (views and in-place outputs share one)
+    guard_bytes: int = 0  # debug guards: minimum guard after every buffer (0: no guards)
 
     def offset_of(self, tensor: str) -> int:
         """Arena offset in bytes of a tensor's first element."""
@@ -48,6 +55,30 @@ class MemoryPlan:
     def tensors_of(self, buffer: str) -> list[str]:
         """The tensors stored in a buffer, sorted (empty for scratch)."""
         return sorted(t for t, b in self.tensor_buffer.items() if b == buffer)
+
+    def planned_buffers(self) -> list[Buffer]:
+        """The buffers as the planner placed them: each one `guard_bytes` larger with guards on."""
+        g = self.guard_bytes
+        return [Buffer(b.name, b.size + g, b.first, b.last) if g else b for b in self.buffers]
+
+    @property
+    def end_guard_bytes(self) -> int:
+        """Bytes of the guard that closes the arena (its last bytes); 0 without guards."""
+        return align(self.guard_bytes, self.alignment) if self.guard_bytes else 0
+
+    def guards(self) -> list[tuple[str, int, int, int, int]]:
+        """Debug guards as (buffer, offset, bytes, first step, last step): one right after every
+        buffer, up to its aligned planned end (>= guard_bytes), live while the buffer is; then the
+        arena's end guard ("<arena end>", live over every step). [] without guards."""
+        if not self.guard_bytes:
+            return []
+        out = []
+        for b in self.buffers:
+            end = self.offsets[b.name] + b.size
+            out.append((b.name, end, align(b.size + self.guard_bytes, self.alignment) - b.size, b.first, b.last))
+        last = max((b.last for b in self.buffers), default=0)
+        top = self.arena_bytes - self.end_guard_bytes
+        return [*out, ("<arena end>", top, self.end_guard_bytes, 0, last)]
 
 
 def inplace_inputs(variants: Mapping[str, KernelVariant]) -> dict[str, tuple[int, ...]]:
@@ -132,32 +163,49 @@ def live_bound(buffers: list[Buffer], alignment: int) -> int:
 
 
 def plan_memory(graph: Graph, scratch: Mapping[str, int], alignment: int, planner: str | None = None, *,
-                inplace: Mapping[str, tuple[int, ...]] | None = None) -> MemoryPlan:
+                inplace: Mapping[str, tuple[int, ...]] | None = None, guard_bytes: int = 0) -> MemoryPlan:
     """Plan the arena of a graph in its node order: the best plan found (smallest arena, the
     earliest planner on ties; MemoryPlan.planner names the winner) or the named planner's. The
-    result is checked before it is returned."""
+    result is checked before it is returned. guard_bytes > 0 (debug guards, e.g. GUARD_BYTES):
+    every buffer is planned that much larger and the arena ends with an aligned guard of its own."""
     buffers, root = lifetimes(graph, scratch, inplace)
+    planned = [Buffer(b.name, b.size + guard_bytes, b.first, b.last) for b in buffers] if guard_bytes else buffers
     if planner is None:
-        planner, offsets = plan_best(buffers, alignment)
+        planner, offsets = plan_best(planned, alignment)
     elif planner in PLANNERS:
-        offsets = PLANNERS[planner](buffers, alignment)
+        offsets = PLANNERS[planner](planned, alignment)
     else:
         raise PlanError(f"unknown planner {planner!r}; known: {', '.join(PLANNERS)}")
-    size = align(max((offsets[b.name] + b.size for b in buffers), default=0), alignment)
-    plan = MemoryPlan(tuple(buffers), offsets, size, alignment, planner, root)
+    size = align(max((offsets[b.name] + b.size for b in planned), default=0), alignment)
+    size += align(guard_bytes, alignment) if guard_bytes else 0
+    plan = MemoryPlan(tuple(buffers), offsets, size, alignment, planner, root, guard_bytes)
     check_no_overlap(plan)
     return plan
 
 
+def plan_for_kernels(graph: Graph, variants: Mapping[str, KernelVariant], alignment: int, *,
+                     guard_bytes: int = 0) -> tuple[Graph, MemoryPlan]:
+    """(graph in the order with the smallest live peak, its plan) for the chosen kernel variants
+    (node name -> variant, toolchain.lower.select_kernels): their scratch and in-place inputs,
+    toolchain.schedule.order_for_memory, then plan_memory. The planning half of a compile, without C."""
+    nodes = {n.name: n for n in graph.nodes}
+    scratch = {name: v.scratch_bytes(nodes[name], graph) for name, v in variants.items()}
+    inplace = inplace_inputs(variants)
+    graph = order_for_memory(graph, scratch, alignment, inplace)
+    return graph, plan_memory(graph, scratch, alignment, inplace=inplace, guard_bytes=guard_bytes)
+
+
 def check_no_overlap(plan: MemoryPlan) -> None:
     """Raise PlanError if two buffers live at the same time share a byte, an offset is not
-    aligned, or a buffer runs past the arena."""
-    bs = sorted(plan.buffers, key=lambda b: (b.first, b.name))
+    aligned, or a buffer runs past the arena. With debug guards a buffer's guard counts as part of
+    it, and nothing may reach into the arena's end guard."""
+    bs = sorted(plan.planned_buffers(), key=lambda b: (b.first, b.name))
+    top = plan.arena_bytes - plan.end_guard_bytes
     for b in bs:
         if b.name not in plan.offsets:
             raise PlanError(f"buffer {b.name} has no offset")
         off = plan.offsets[b.name]
-        if off % plan.alignment or off < 0 or off + b.size > plan.arena_bytes:
+        if off % plan.alignment or off < 0 or off + b.size > top:
             raise PlanError(f"buffer {b.name} at {off} (+{b.size} B) is misaligned or outside the "
                             f"{plan.arena_bytes} B arena")
     for i, a in enumerate(bs):

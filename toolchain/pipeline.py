@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -25,13 +25,14 @@ from toolchain.codegen.emit import emit_harness, emit_library
 from toolchain.batch import batched_input_shapes
 from toolchain.config import Config
 from toolchain.data import load_data
-from toolchain.errors import InputError, UnsupportedModel
+from toolchain.errors import InputError
 from toolchain.frontend.onnx import load_onnx
 from toolchain.frontend.onnx_qdq import is_quantized_onnx, load_qdq
 from toolchain.frontend.tflite import load_tflite
 from toolchain.ir import Graph
-from toolchain.lower import scratch_sizes, select_kernels
-from toolchain.memory import MemoryPlan, inplace_inputs, plan_memory
+from toolchain.lower import lowering_target, scratch_sizes, select_kernels
+from toolchain.memory import GUARD_BYTES, MemoryPlan, inplace_inputs, plan_memory
+from toolchain.ops.fixed_point import graph_rounding, rounding_mode
 from toolchain.ops.registry import KernelVariant
 from toolchain.passes import run_passes
 from toolchain.passes.select_layout import select_layout
@@ -78,9 +79,6 @@ class Imported:
 def import_model(cfg: Config) -> Imported:
     """Steps 1-3 of compile_model: the model file -> float IR -> int8 IR (no board involved)."""
     t0 = time.monotonic()
-    if cfg.rounding != "tflm":
-        raise UnsupportedModel(f"{cfg.source or 'command line'}: rounding: {cfg.rounding} is not yet supported in "
-                               "generated C (only the numpy interpreter implements it); use rounding: tflm")
     if Path(cfg.model).suffix.lower() == ".tflite":
         batched_input_shapes(cfg.model, cfg.input_shapes, cfg.batch)  # batch > 1: not for .tflite (yet)
         qgraph = load_tflite(cfg.model)                               # int8 .tflite: keep the file's own quantization
@@ -102,6 +100,7 @@ def import_model(cfg: Config) -> Imported:
         calib = load_data(calib_path, graph, cfg.preprocess)          # real data through the preprocess block
         qgraph = quantize(graph, calib, cfg.calibration_method)       # INT8 PTQ (TFLite int8 spec), calibrated ranges
         n_calib = len(next(iter(calib.values())))
+    qgraph = replace(qgraph, meta={**qgraph.meta, "rounding": cfg.rounding})  # read by interpreter, lowering, codegen
     return Imported(graph, qgraph, n_calib, time.monotonic() - t0)
 
 
@@ -116,15 +115,18 @@ def compile_model(cfg: Config, target: Target, out_dir: Path, *, profile: bool,
     front = imported or import_model(cfg)                             # steps 1-3: import, passes, quantize
     t0 = time.monotonic()
     graph, qgraph = front.graph_f32, front.graph_s8
-    prefs = [isa.value for isa in target.kernel_preference]
-    qgraph = select_layout(qgraph, target)                            # NHWC or CHWN per op for this board (+ relayouts)
+    lowered = lowering_target(target, cfg.kernels)                   # `kernels: portable`: portable C only
+    prefs = [isa.value for isa in lowered.kernel_preference]
+    qgraph = select_layout(qgraph, lowered)                           # NHWC or CHWN per op for this board (+ relayouts)
     variants = select_kernels(qgraph, prefs, target.isa_features, cfg.optimize)  # one kernel variant per op for this board
     scratch, inplace = scratch_sizes(qgraph, variants), inplace_inputs(variants)
     qgraph = order_for_memory(qgraph, scratch, target.buffer_alignment, inplace)  # order with the smallest live peak
-    plan = plan_memory(qgraph, scratch, target.buffer_alignment, inplace=inplace)  # one static arena at the live bound
+    plan = plan_memory(qgraph, scratch, target.buffer_alignment, inplace=inplace,  # one static arena at the live bound
+                       guard_bytes=GUARD_BYTES if cfg.debug_guards else 0)  # debug_guards: a guard after every buffer
     weight_bytes = sum(t.nbytes for t in qgraph.tensors.values() if t.is_const)
     check_fits(target, Footprint(weights=weight_bytes, arena=plan.arena_bytes))  # fail before any C is compiled
-    ctx = build_context(qgraph, plan, variants, model_stamp(cfg, target), cfg.weights_section)
+    with rounding_mode(graph_rounding(qgraph)):                       # argument values (clamp bounds) round as the model
+        ctx = build_context(qgraph, plan, variants, model_stamp(cfg, target), cfg.weights_section)
     lib_dir, fw_dir = out_dir / "lib", out_dir / "fw"
     lib_sources = emit_library(ctx, lib_dir)                          # OUT/lib: the deployable library
     harness = emit_harness(ctx, fw_dir, target.run.time_source.value, cfg.repeats, cfg.warmup)  # OUT/fw: test harness
@@ -140,9 +142,15 @@ def compile_model(cfg: Config, target: Target, out_dir: Path, *, profile: bool,
 
 def debug_defines() -> list[str]:
     """Test-only knobs from the environment: EDGECC_DEBUG_FAULT_AT_OP=k makes the test harness
-    trap when op k starts, to exercise the fault path (exit 3 naming the op)."""
-    op = os.environ.get("EDGECC_DEBUG_FAULT_AT_OP")
-    return [f"ECC_DEBUG_FAULT_AT_OP={int(op)}"] if op and op.lstrip("-").isdigit() else []
+    trap when op k starts, to exercise the fault path (exit 3 naming the op);
+    EDGECC_DEBUG_OVERRUN_AT_OP=k makes op k write one byte past its output in a debug_guards build
+    (the guard path: exit 3, fault kind guard naming op k)."""
+    out = []
+    for knob in ("FAULT_AT_OP", "OVERRUN_AT_OP"):
+        op = os.environ.get(f"EDGECC_DEBUG_{knob}")
+        if op and op.lstrip("-").isdigit():
+            out.append(f"ECC_DEBUG_{knob}={int(op)}")
+    return out
 
 
 def expected_instructions(build: Build, samples: int) -> int:

@@ -24,16 +24,19 @@ from targets.qemu import function_at, run_firmware
 from targets.target import CYCLE_CLASSES
 from toolchain import __version__
 from toolchain.batch import batch_fields, declared_batch, tensor_layout
+from toolchain.codegen.context import weights_breakdown
 from toolchain.data import load_data, quantize_inputs
 from toolchain.errors import InputError
 from toolchain.frontend.onnx_qdq_ort import lsb_agreement, run_onnxruntime
 from toolchain.interpret import interpret
 from toolchain.memory import PLANNERS, live_bound
+from toolchain.ops.fixed_point import graph_rounding
 from toolchain.ops.registry import opdef
 from toolchain.tflm_oracle import tflm_verification
 from toolchain.pipeline import Build, expected_instructions, write_inputs
 
 REFERENCE = "edgecc numpy int8 interpreter (TFLite int8 reference semantics, double rounding)"
+REFERENCE_ONNX = "edgecc numpy int8 interpreter (rounding: onnx: output roundings once, ties to even)"
 
 
 @dataclass(frozen=True)
@@ -48,7 +51,20 @@ class Outcome:
 def float_reference(build: Build, data: dict[str, np.ndarray], data_s8: dict[str, np.ndarray]) -> list[np.ndarray]:
     """Float outputs per output [S, *shape]: onnxruntime on the float ONNX model (on a quantized
     ONNX model: its float simulation of QDQ), or for an int8 model (.tflite) our interpreter on
-    its float twin (dequantized weights, float math)."""
+    its float twin (dequantized weights, float math). An onnxruntime failure (a model it cannot
+    load or run) is an InputError (exit 2) naming the model and ORT's first line, not a traceback."""
+    if build.graph_f32.meta.get("dequantized"):
+        return _float_reference(build, data, data_s8)
+    try:
+        return _float_reference(build, data, data_s8)
+    except Exception as e:  # onnxruntime raises its own Fail / InvalidGraph / RuntimeException types
+        first = (str(e).strip().splitlines() or [""])[0]
+        first = first if len(first) <= 240 else "..." + first[-240:]  # ORT's reason ends the line
+        raise InputError(f"{build.config.model}: onnxruntime failed computing the float reference "
+                         f"({type(e).__name__}: {first}); check the model runs in onnxruntime") from None
+
+
+def _float_reference(build: Build, data: dict[str, np.ndarray], data_s8: dict[str, np.ndarray]) -> list[np.ndarray]:
     g = build.graph_f32
     if g.meta.get("format") == "onnx-qdq":
         return run_onnxruntime(build.config.model, build.graph_s8, data, data_s8)
@@ -94,30 +110,45 @@ def static_ops(build: Build) -> list[dict[str, Any]]:
     return ops
 
 
-def memory_section(build: Build) -> dict[str, Any]:
+def memory_section(build: Build, stack: tuple[int, int] | None = None) -> dict[str, Any]:
     """report.memory: arena, live-set bound, TFLM's greedy-by-size and the naive sum on the same
-    buffers, and every buffer's placement. Also draws the timeline as OUT/memory.png."""
+    buffers (with debug guards: the guarded buffers, plus the arena's end guard), every buffer's
+    placement, the RAM total, the library's stack need (-fstack-usage) and the firmware's measured
+    stack high-water mark (`stack`: (bytes used, bytes painted) from the run, None if not measured).
+    Also draws the timeline as OUT/memory.png."""
     plan = build.plan
-    buffers, a = list(plan.buffers), plan.alignment
+    buffers, a, end = plan.planned_buffers(), plan.alignment, plan.end_guard_bytes
 
-    def arena(planner: str) -> int:
-        offsets = PLANNERS[planner](buffers, a)
-        return -(-max((offsets[b.name] + b.size for b in buffers), default=0) // a) * a
+    def arena(planner: str, bs=buffers) -> int:
+        offsets = PLANNERS[planner](bs, a)
+        return -(-max((offsets[b.name] + b.size for b in bs), default=0) // a) * a
 
-    section = {"arena_bytes": plan.arena_bytes, "lower_bound_bytes": live_bound(buffers, a),
-               "greedy_by_size_bytes": arena("greedy_by_size"), "naive_bytes": arena("naive"),
+    section = {"arena_bytes": plan.arena_bytes, "lower_bound_bytes": live_bound(buffers, a) + end,
+               "greedy_by_size_bytes": arena("greedy_by_size") + end, "naive_bytes": arena("naive") + end,
                "planner": plan.planner, "alignment": a,
                "buffers": [{"name": b.name, "offset": plan.offsets[b.name], "size": b.size, "first_op": b.first,
-                            "last_op": b.last, "tensors": plan.tensors_of(b.name)} for b in buffers]}
+                            "last_op": b.last, "tensors": plan.tensors_of(b.name)} for b in plan.buffers]}
+    if plan.guard_bytes:  # the debug build's guards and what they cost against the same buffers unguarded
+        bare = list(plan.buffers)
+        bare_arena = arena("best", bare)
+        guards = plan.guards()
+        section["guards"] = {"enabled": True, "min_bytes": plan.guard_bytes, "count": len(guards),
+                             "bytes": sum(g[2] for g in guards), "arena_without_guards_bytes": bare_arena,
+                             "cost_bytes": plan.arena_bytes - bare_arena}
     fw, mem = build.firmware, build.target.memory
     section["ram_total_bytes"] = (plan.arena_bytes + fw.lib.data + fw.lib.bss
                                   + mem.stack_size + mem.heap_size)  # what a user must reserve
+    section["ram_total_stack_figure"] = "stack_size"  # the board's reserved stack, not a measured need
+    section["stack_size_bytes"] = mem.stack_size
     frames = dict(getattr(fw, "lib_stack", None) or {})
     if frames:  # kernels are leaves called from ecc_model_run: its frame plus the largest other one
         top = frames.pop("ecc_model_run", 0)
         section["lib_stack_bytes"] = top + max(frames.values(), default=0)
     else:
         section["lib_stack_bytes"] = None
+    section["stack_high_water_bytes"] = stack[0] if stack else None  # measured: painted stack, harness included
+    section["stack_high_water_board"] = build.target.name if stack else None
+    section["stack_painted_bytes"] = stack[1] if stack else None
     ops = [n.name for n in build.graph_s8.nodes if not opdef(n).is_view]
     section["timeline_png"] = plot_memory(section, ops, build.lib_dir.parent / "memory.png").name
     return section
@@ -131,7 +162,8 @@ def _whole(x: float) -> int | float:
 def _verification(build: Build, got: list[np.ndarray] | None, expected: list[np.ndarray],
                   floats: list[np.ndarray], samples: int, data_name: str) -> dict[str, Any]:
     g = build.graph_s8
-    v: dict[str, Any] = {"reference": REFERENCE, "data": data_name, "samples": samples, "bit_exact": False,
+    ref = REFERENCE_ONNX if graph_rounding(g) == "onnx" else REFERENCE
+    v: dict[str, Any] = {"reference": ref, "data": data_name, "samples": samples, "bit_exact": False,
                          "mismatches": None,
                          "float_reference": "edgecc float interpreter of the dequantized int8 graph"
                          if build.graph_f32.meta.get("dequantized") else "onnxruntime (float model)"}
@@ -188,7 +220,8 @@ def run_and_verify(build: Build) -> Outcome:
     if log.timed_out or log.fault is not None or log.returncode != 0 or "ECC_DONE" not in log.stdout:
         status = "timeout" if log.timed_out else "fault"
         fault = log.fault.as_dict() if log.fault else {"reason": "TIMEOUT" if log.timed_out else
-                                                       f"EXIT {log.returncode}", "op": -1}
+                                                       f"EXIT {log.returncode}", "op": -1,
+                                                       "kind": "timeout" if log.timed_out else "exit"}
         if log.timed_out:
             fault["timeout_s"] = round(timeout, 1)
         if fault.get("pc") is not None:
@@ -232,11 +265,11 @@ def run_and_verify(build: Build) -> Outcome:
     fw = build.firmware
     report = build_report(
         model=str(cfg.model), model_sha256=hashlib.sha256(Path(cfg.model).read_bytes()).hexdigest(),
-        board=target.name, costs=costs, ops=ops, memory=memory_section(build),
+        board=target.name, costs=costs, ops=ops, memory=memory_section(build, getattr(log, "stack", None)),
         lib_sections={k: getattr(fw.lib, k) for k in ("text", "rodata", "weights", "data", "bss")},
         harness_bytes=fw.harness.flash, verification=verification, status=status, fault=fault, numerics=numerics,
         timings={"build_python": round(build.python_s, 3), "build_gcc": round(build.gcc_s, 3), "run": round(log.wall_s, 3)},
-        generator=f"edgecc {__version__}")
+        generator=f"edgecc {__version__}", weights=weights_breakdown(g, build.context))
     report.update(batch_fields(build, report))  # `batch: N`: per-inference figures; every tensor's layout
     costs = None if target.cycle_costs is None else [target.cycle_costs[c] for c in CYCLE_CLASSES]
     report.update(cycle_fields(report, log.marks, log.mark_classes, costs))  # estimated cycles (issue 6 point 5)

@@ -11,6 +11,7 @@ weights); portable always holds.
 from __future__ import annotations
 
 import inspect
+import textwrap
 from collections.abc import Callable, Mapping
 
 DTYPES = {
@@ -79,7 +80,8 @@ def kernel_table() -> tuple[list[str], list[tuple[str, list[str]]]]:
         cells = []
         for pref in groups:
             order = [*pref, *(["portable"] if "portable" not in pref else [])]
-            parts = [_isa_cell(isa, [v for v in op.variants if v.isa == isa]) for isa in order]
+            parts = [_isa_cell(isa, [v for v in op.variants if v.isa == isa and not v.name.endswith("_onnx")])
+                     for isa in order]  # the rounding: onnx twins are listed under the table
             parts = [p for p in parts if p]
             cells.append(" > ".join(parts) if parts else ("view (no code)" if op.is_view else "none (folded)"))
         rows.append((kind.value, cells))
@@ -111,4 +113,14 @@ def render() -> str:
     out += ["Kernel variants per IR op and board (int8 kernels; a node gets the first variant whose",
             "conditions hold; portable always holds):", ""]
     out += _table(["IR op", *groups], [[op, *cells] for op, cells in rows])
+    out += ["", *textwrap.wrap("With `rounding: onnx` (YAML) the dsp, helium and neon kernels are not used (they "
+                               "round as TFLM does) and these ops run a portable twin that rounds once, ties to even "
+                               "(kernel `portable_onnx` in the report): " + ", ".join(_twinned()) + ".", 100)]
     return "\n".join(out) + "\n"
+
+
+def _twinned() -> list[str]:
+    """IR ops with a `rounding: onnx` portable twin (toolchain.ops.registry.rounding_twins)."""
+    from toolchain.ops.registry import REGISTRY
+
+    return sorted(k.value for k, op in REGISTRY.items() if any(v.name.endswith("_onnx") for v in op.variants))

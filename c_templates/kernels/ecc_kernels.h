@@ -4,6 +4,8 @@
  * Activations are NHWC. Weights: conv OHWI [out_c][k_h][k_w][w_in_c] (w_in_c = in_c / groups),
  * depthwise [1][k_h][k_w][in_c * depth_multiplier] with oc = ic * depth_multiplier + m,
  * fully connected [out_depth][in_depth].
+ * Requantization: out_mult int32 (Q31) and out_shift int8 (TFLite shift, in [-31, 31]) per output
+ * channel; int8 shifts take a quarter of the flash of int32 ones and load as cheaply.
  * Argument order: scratch, params, quant, input dims, input, weight dims, weights, bias,
  * output dims, output. Every kernel returns ECC_OK (0) or ECC_ERR_ARG for arguments it cannot
  * handle. Kernels that need no scratch ignore it (it may be NULL).
@@ -20,7 +22,7 @@
 int ecc_conv2d_s8(int8_t *scratch,
     int32_t stride_h, int32_t stride_w, int32_t pad_top, int32_t pad_left, int32_t dilation_h, int32_t dilation_w,
     int32_t input_offset, int32_t output_offset, int32_t act_min, int32_t act_max,
-    const int32_t *out_mult, const int32_t *out_shift,
+    const int32_t *out_mult, const int8_t *out_shift,
     int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, const int8_t *input,
     int32_t k_h, int32_t k_w, int32_t w_in_c, const int8_t *weights, const int32_t *bias /* may be NULL */,
     int32_t out_h, int32_t out_w, int32_t out_c, int8_t *output);
@@ -28,14 +30,14 @@ int ecc_conv2d_s8(int8_t *scratch,
 int ecc_depthwise_conv2d_s8(int8_t *scratch,
     int32_t stride_h, int32_t stride_w, int32_t pad_top, int32_t pad_left, int32_t dilation_h, int32_t dilation_w,
     int32_t depth_multiplier, int32_t input_offset, int32_t output_offset, int32_t act_min, int32_t act_max,
-    const int32_t *out_mult, const int32_t *out_shift,
+    const int32_t *out_mult, const int8_t *out_shift,
     int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, const int8_t *input,
     int32_t k_h, int32_t k_w, const int8_t *weights, const int32_t *bias /* may be NULL */,
     int32_t out_h, int32_t out_w, int32_t out_c, int8_t *output);
 
 int ecc_fully_connected_s8(int8_t *scratch,
     int32_t input_offset, int32_t filter_offset, int32_t output_offset, int32_t act_min, int32_t act_max,
-    const int32_t *out_mult, const int32_t *out_shift, int32_t per_channel,
+    const int32_t *out_mult, const int8_t *out_shift, int32_t per_channel,
     int32_t batches, int32_t in_depth, const int8_t *input, const int8_t *weights, const int32_t *bias /* may be NULL */,
     int32_t out_depth, int8_t *output);
 
@@ -128,5 +130,22 @@ int ecc_resize_bilinear_s8(int8_t *scratch, int32_t batches, int32_t in_h, int32
 
 int ecc_requant_s8(int8_t *scratch, int32_t input_offset, int32_t mult, int32_t shift, int32_t output_offset,
     int32_t size, const int8_t *input, int8_t *output);
+
+/* rounding: onnx (the model's YAML `rounding`): twins of the kernels whose output rounding differs,
+ * with the same arguments, rounding their output once, ties to even (ONNX QuantizeLinear) where the
+ * kernels above follow TFLM's double rounding / ties away (c_templates/kernels/portable/ecc_fixed_point.h). */
+__typeof__(ecc_conv2d_s8) ecc_conv2d_s8_onnx;
+__typeof__(ecc_depthwise_conv2d_s8) ecc_depthwise_conv2d_s8_onnx;
+__typeof__(ecc_fully_connected_s8) ecc_fully_connected_s8_onnx;
+__typeof__(ecc_avg_pool2d_s8) ecc_avg_pool2d_s8_onnx;
+__typeof__(ecc_add_s8) ecc_add_s8_onnx;
+__typeof__(ecc_add_broadcast_s8) ecc_add_broadcast_s8_onnx;
+__typeof__(ecc_sub_s8) ecc_sub_s8_onnx;
+__typeof__(ecc_mul_s8) ecc_mul_s8_onnx;
+__typeof__(ecc_prelu_s8) ecc_prelu_s8_onnx;
+__typeof__(ecc_concat_s8) ecc_concat_s8_onnx;
+__typeof__(ecc_mean_s8) ecc_mean_s8_onnx;
+__typeof__(ecc_leaky_relu_s8) ecc_leaky_relu_s8_onnx;
+__typeof__(ecc_requant_s8) ecc_requant_s8_onnx;
 
 #endif /* ECC_KERNELS_H */

@@ -106,3 +106,34 @@ def test_every_board_gives_the_same_outputs(int8_run, model, request):
         outs[board] = (job.out / "fw" / "outputs.bin").read_bytes()
     first = outs[DEFAULT_BOARDS[0]]
     assert all(o == first for o in outs.values()), {b: len(o) for b, o in outs.items()}
+
+
+# Issue 6: the model library's flash (text + rodata + weights section + data) is at most the model's
+# own parameters (int8 weights + int32 biases as the .tflite stores them) plus 16 KB on mps2-an386.
+FLASH_OVER_WEIGHTS = 16 * 1024
+# VWW (MobileNetV1-0.25) met it once its 971 output channels proven constant (saturated biases;
+# packing.constant_channels) stopped being stored: dsp/conv2d_1x1_sparse keeps the live channels
+# only. Measured: flash 88,496 B = weights 219,064 B - 130,568 B (156,524 B of constant channels'
+# weights and biases not stored); before it, 246,800 B (11,352 B over the bar, an xfail here).
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_flash_within_weights_plus_16k(int8_run, model):
+    """report.json weights_bytes is the .tflite's constant bytes, the weights section breakdown adds
+    up to the section, and flash_bytes <= weights_bytes + 16 KB (reuses the bit-exactness run)."""
+    from toolchain.frontend.tflite import load_tflite
+
+    r = int8_run(model, "mps2-an386").report
+    assert r is not None and r["status"] == "pass", r and r["status"]
+    g = load_tflite(SHARED / "models" / "mlperf_tiny" / f"{model}.tflite")
+    assert r["weights_bytes"] == sum(t.nbytes for t in g.tensors.values() if t.is_const)
+    b = r["weights_breakdown"]
+    assert sum(b.values()) == r["sections"]["weights"] and min(b.values()) >= 0, b
+    assert b["weights"] + b["biases"] + b["other"] + r.get("weights_skipped_bytes", 0) == r["weights_bytes"]
+    if model == "vww_mobilenet_int8":  # its constant channels are not stored (the others have none)
+        assert r["weights_skipped_bytes"] == 156_524, r.get("weights_skipped_bytes")
+    else:
+        assert "weights_skipped_bytes" not in r
+    assert r["flash_overhead_bytes"] == r["flash_bytes"] - r["weights_bytes"]
+    assert r["flash_bytes"] <= r["weights_bytes"] + FLASH_OVER_WEIGHTS, (r["flash_bytes"], r["weights_bytes"],
+                                                                        r["sections"], b)

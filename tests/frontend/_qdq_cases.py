@@ -4,6 +4,7 @@ optimisations off (float simulation of QDQ), and ours (load_qdq -> passes -> qua
 model's parameters -> numpy int8 interpreter under a rounding mode)."""
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -14,7 +15,7 @@ from quantize import quantize
 from toolchain.frontend.onnx_qdq import load_qdq
 from toolchain.interpret import interpret
 from toolchain.ir import Graph
-from toolchain.ops.fixed_point import quantize_real, rounding_mode
+from toolchain.ops.fixed_point import quantize_real
 from toolchain.passes import run_passes
 
 NP_TO_ONNX = {np.dtype(np.float32): TensorProto.FLOAT, np.dtype(np.int8): TensorProto.INT8,
@@ -231,8 +232,7 @@ def ours(path: Path, feeds: dict[str, np.ndarray], rounding: str = "tflm", graph
         v, qp = np.asarray(feeds[name]), g.t(name).quant
         ins[name] = (v.astype(np.int16) - 128).astype(np.int8) if v.dtype == np.uint8 else \
             v.astype(np.int8) if v.dtype == np.int8 else quantize_real(v, qp.s, qp.zp, rounding)
-    with rounding_mode(rounding):
-        env = interpret(g, ins)
+    env = interpret(replace(g, meta={**g.meta, "rounding": rounding}), ins)  # the mode travels with the graph
     return [env[o] for o in g.outputs]
 
 

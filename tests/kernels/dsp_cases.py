@@ -34,7 +34,10 @@ def conv_cases(tag: str, x, w, bias, k: dict, expected) -> list[Case]:
     return isa_cases.planned_cases(ISA, tag, x, expected, (
         (function("conv2d", "1x1" if pointwise else "", mode),
          conv2d.dsp_plan(k, x.shape, w, bias, expected.shape, mode=mode, pointwise=pointwise))
-        for pointwise in (True, False) for mode in MODES))
+        for pointwise in (True, False) for mode in MODES)) + isa_cases.planned_cases(ISA, tag, x, expected, (
+        (function("conv2d", "1x1_sparse", mode),
+         conv2d.dsp_plan(k, x.shape, w, bias, expected.shape, mode=mode, pointwise=True, sparse=True))
+        for mode in MODES))
 
 
 def depthwise_cases(tag: str, x, w, bias, k: dict, expected) -> list[Case]:
@@ -132,6 +135,7 @@ def random_cases(seed: int = 6) -> list[Case]:
             k = dict(input_offset=-zin, filter_offset=0, output_offset=zout, out_mult=mult, out_shift=shift,
                      act_min=lo, act_max=hi)
             cases += fc_cases(f"rand_fc{i}_{j}", x, w, bias, k, fully_connected.fully_connected_s8(x, w, bias, **k))
+    cases += fc_row_cases(rng) + saturated_bias_cases(rng) + constant_channel_cases(rng)
     pools = [((6, 7, 13), (3, 3), (2, 2), (1, 1, 1, 1)), ((5, 5, 8), (2, 2), (2, 2), (0, 0, 1, 1)),
              ((8, 8, 3), (8, 8), (1, 1), (0, 0, 0, 0)), ((4, 6, 20), (3, 2), (1, 2), (1, 0, 1, 1))]
     for i, ((h, wd, ch), kern, st, pads) in enumerate(pools):
@@ -149,4 +153,121 @@ def random_cases(seed: int = 6) -> list[Case]:
         x1 = rng.integers(-128, 128, size, dtype=np.int8)
         x2 = rng.integers(-128, 128, size, dtype=np.int8)
         cases += add_cases(f"rand_add{i}", x1, x2, p, lo, hi, add.add_s8(x1, x2, p, lo, hi))
+    return cases
+
+
+def fc_row_cases(rng: np.random.Generator) -> list[Case]:
+    """dsp/fully_connected at the edges of its blocking: output row counts around the 4 rows per pass,
+    K around the 8-k blocks (and an odd number of blocks), zero points -128 and 127, every mode."""
+    cases: list[Case] = []
+    for i, (b, kdim, o) in enumerate(((1, 1, 1), (1, 3, 2), (2, 4, 3), (1, 5, 4), (1, 8, 5), (1, 9, 6), (3, 12, 7),
+                                      (1, 15, 8), (1, 16, 9), (1, 17, 11), (1, 24, 12), (2, 40, 13), (1, 640, 16))):
+        zin, zout, act = ((-128, -128, "full"), (127, 127, "full"), (-128, -128, "relu"), (127, 5, "narrow"))[i % 4]
+        x = rng.integers(-128, 128, (b, kdim), dtype=np.int8)
+        x[0, : kdim // 2] = -128 if i % 2 else 127  # the ends of the int8 range
+        w = rng.integers(-127, 128, (o, kdim), dtype=np.int8)
+        bias = rng.integers(-3000, 3000, o).astype(np.int32)
+        mult, shift = _requant(rng, o, 80.0 * np.sqrt(kdim) * 60, e0=i % 3 == 0)
+        lo, hi = _act(rng, act, zout)
+        k = dict(input_offset=-zin, filter_offset=0, output_offset=zout, out_mult=mult, out_shift=shift,
+                 act_min=lo, act_max=hi)
+        cases += fc_cases(f"rows_fc{i}", x, w, bias, k, fully_connected.fully_connected_s8(x, w, bias, **k))
+    return cases
+
+
+def saturated_weights_bias(rng: np.random.Generator, o: int, kdim: int, every: int = 3):
+    """[O, K] weights, int32 bias and (mult, shift) where every `every`-th channel is like the
+    channels of real models whose bias saturated near +-2^30 (MobileNet VWW): its accumulator
+    cannot be doubled in int32, yet its output is one value for every input (the dsp kernels pack
+    it as a constant, packing.constant_channels); the others are ordinary."""
+    w = rng.integers(-127, 128, (o, kdim), dtype=np.int8)
+    bias = rng.integers(-3000, 3000, o).astype(np.int64)
+    mult, shift = _requant(rng, o, 80.0 * np.sqrt(kdim) * 60)
+    for c in range(0, o, every):
+        bias[c] = (1 << 30) * (1 if c % 2 else -1) + int(rng.integers(-200, 200))
+        mult[c], shift[c] = int(rng.integers(1 << 30, 1 << 31)), -int(rng.integers(25, 32))
+    return w, bias.astype(np.int32), mult, shift
+
+
+def saturated_bias_cases(rng: np.random.Generator) -> list[Case]:
+    """conv2d (1x1 and general) and fully_connected layers holding saturated-bias constant channels,
+    zero points -128 and 127, every mode: the dsp kernels take them (tests assert that) and stay
+    exact."""
+    cases: list[Case] = []
+    for i, (h, wd, cin, cout, kh, pad) in enumerate(((5, 6, 16, 9, 1, 0), (4, 4, 64, 12, 1, 0),
+                                                     (5, 5, 8, 7, 3, 1), (6, 5, 3, 6, 3, 1))):
+        for j, (zin, zout, act) in enumerate(((-128, -128, "relu"), (127, 127, "full"), (-128, 3, "narrow"))):
+            x = rng.integers(-128, 128, (1, h, wd, cin), dtype=np.int8)
+            x[0, 0] = -128 if j % 2 else 127
+            w, bias, mult, shift = saturated_weights_bias(rng, cout, kh * kh * cin)
+            w = w.reshape(cout, kh, kh, cin)
+            pads = (pad,) * 4
+            lo, hi = _act(rng, act, zout)
+            out_hw = Window((kh, kh), (1, 1), (1, 1), pads).out_hw(h, wd)
+            k = dict(stride=(1, 1), pad=pads[:2], dilation=(1, 1), out_hw=out_hw,
+                     input_offset=-zin, output_offset=zout, out_mult=mult, out_shift=shift, act_min=lo, act_max=hi)
+            cases += conv_cases(f"sat_conv{i}_{j}", x, w, bias, k, conv2d.conv2d_s8(x, w, bias, **k))
+    for i, (b, kdim, o) in enumerate(((1, 64, 10), (2, 13, 7), (1, 256, 4))):
+        zin, zout, act = ((-128, -128, "relu"), (127, 127, "full"), (-128, 3, "narrow"))[i]
+        x = rng.integers(-128, 128, (b, kdim), dtype=np.int8)
+        w, bias, mult, shift = saturated_weights_bias(rng, o, kdim)
+        lo, hi = _act(rng, act, zout)
+        k = dict(input_offset=-zin, filter_offset=0, output_offset=zout, out_mult=mult, out_shift=shift,
+                 act_min=lo, act_max=hi)
+        cases += fc_cases(f"sat_fc{i}", x, w, bias, k, fully_connected.fully_connected_s8(x, w, bias, **k))
+    return cases
+
+
+# (H, W, Cin, Cout, stride, batches, constant channels): none, all, odd live counts (7, 1), constants
+# at both ends and adjacent, a single live channel, a VWW-like layer (most of 64 constant)
+CONSTANT_LAYERS = [
+    (5, 6, 16, 10, 1, 1, ()),
+    (3, 5, 8, 7, 1, 2, tuple(range(7))),
+    (4, 4, 12, 9, 1, 1, (0, 1, 8)),
+    (5, 5, 16, 12, 2, 1, (0, 3, 4, 5, 11)),
+    (3, 3, 4, 5, 1, 2, (0, 1, 2, 4)),
+    (6, 7, 8, 16, 1, 1, tuple(range(1, 15))),
+    (3, 4, 64, 64, 1, 1, tuple(sorted(set(range(64)) - {2, 3, 17, 30, 31, 32, 50, 63}))),
+]
+
+
+def constant_weights_bias(rng: np.random.Generator, o: int, kdim: int, const: tuple[int, ...]):
+    """[O, K] weights, int32 bias, (mult, shift) with the channels `const` made constant four ways in
+    turn: a bias saturated far above the accumulator (+-2^30, clamps to an end of the output range),
+    the same with a multiplier too large to double the accumulator (fold_layer rewrites it), zero
+    weights with an ordinary bias (a value inside the range), multiplier 0 (the zero point)."""
+    w = rng.integers(-127, 128, (o, kdim), dtype=np.int8)
+    bias = rng.integers(-3000, 3000, o).astype(np.int64)
+    mult, shift = _requant(rng, o, 80.0 * np.sqrt(kdim) * 60)
+    for i, c in enumerate(const):
+        kind = i % 4
+        if kind == 0:
+            bias[c] = (1 << 30) * (1 if c % 2 else -1)
+        elif kind == 1:
+            bias[c] = (1 << 30) * (1 if c % 3 else -1) + int(rng.integers(-200, 200))
+            mult[c], shift[c] = int(rng.integers(1 << 30, 1 << 31)), -int(rng.integers(25, 32))
+        elif kind == 2:
+            w[c] = 0
+            bias[c] = int(rng.integers(-20000, 20000))
+        else:
+            mult[c], shift[c] = 0, 0
+    return w, bias.astype(np.int32), mult, shift
+
+
+def constant_channel_cases(rng: np.random.Generator) -> list[Case]:
+    """1x1 layers mixing live channels with channels proven constant (CONSTANT_LAYERS), zero points
+    -128 and 127, every mode: the sparse entry points (dead channels neither stored nor computed)
+    next to the dense ones, both exact against conv2d_s8."""
+    cases: list[Case] = []
+    for i, (h, wd, cin, cout, st, nb, const) in enumerate(CONSTANT_LAYERS):
+        for j, (zin, zout, act) in enumerate(((-128, -128, "relu"), (127, 127, "full"), (-128, 3, "narrow"))):
+            x = rng.integers(-128, 128, (nb, h, wd, cin), dtype=np.int8)
+            x[0, 0] = -128 if j % 2 else 127
+            w, bias, mult, shift = constant_weights_bias(rng, cout, cin, const)
+            w = w.reshape(cout, 1, 1, cin)
+            lo, hi = _act(rng, act, zout)
+            out_hw = Window((1, 1), (st, st), (1, 1), (0, 0, 0, 0)).out_hw(h, wd)
+            k = dict(stride=(st, st), pad=(0, 0), dilation=(1, 1), out_hw=out_hw,
+                     input_offset=-zin, output_offset=zout, out_mult=mult, out_shift=shift, act_min=lo, act_max=hi)
+            cases += conv_cases(f"const_conv{i}_{j}", x, w, bias, k, conv2d.conv2d_s8(x, w, bias, **k))
     return cases

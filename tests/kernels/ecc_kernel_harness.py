@@ -104,6 +104,14 @@ def _i32(a) -> np.ndarray:
     return np.ascontiguousarray(np.asarray(a).reshape(-1), dtype=np.int32)
 
 
+def _shift8(a) -> np.ndarray:
+    """Per-channel shifts as the kernels read them (int8_t); refuses values int8 cannot hold."""
+    s = np.asarray(a, np.int64).reshape(-1)
+    if s.size and (s.min() < -128 or s.max() > 127):
+        raise ValueError(f"shifts {s.min()}..{s.max()} do not fit the kernels' int8_t out_shift")
+    return np.ascontiguousarray(s, dtype=np.int8)
+
+
 def _p8(a: np.ndarray):
     return a.ctypes.data_as(_I8P)
 
@@ -150,12 +158,12 @@ class PortableKernels:
         n, h, wd, c = x.shape
         oc, kh, kw, wc = w.shape
         b = None if bias is None else _i32(bias)
-        mult, shift = _i32(out_mult), _i32(out_shift)
+        mult, shift = _i32(out_mult), _shift8(out_shift)
         out = _Out((n, out_hw[0], out_hw[1], oc))
         rc = self.lib.ecc_conv2d_s8(
             None, _I32(stride[0]), _I32(stride[1]), _I32(pad[0]), _I32(pad[1]), _I32(dilation[0]),
             _I32(dilation[1]), _I32(input_offset), _I32(output_offset), _I32(act_min), _I32(act_max),
-            _p32(mult), _p32(shift), _I32(n), _I32(h), _I32(wd), _I32(c), _p8(x),
+            _p32(mult), _p8(shift), _I32(n), _I32(h), _I32(wd), _I32(c), _p8(x),
             _I32(kh), _I32(kw), _I32(wc), _p8(w), _p32(b), _I32(out_hw[0]), _I32(out_hw[1]), _I32(oc), out.ptr)
         _check(rc, "conv2d_s8")
         return out.result()
@@ -166,12 +174,12 @@ class PortableKernels:
         n, h, wd, c = x.shape
         _, kh, kw, oc = w.shape
         b = None if bias is None else _i32(bias)
-        mult, shift = _i32(out_mult), _i32(out_shift)
+        mult, shift = _i32(out_mult), _shift8(out_shift)
         out = _Out((n, out_hw[0], out_hw[1], oc))
         rc = self.lib.ecc_depthwise_conv2d_s8(
             None, _I32(stride[0]), _I32(stride[1]), _I32(pad[0]), _I32(pad[1]), _I32(dilation[0]),
             _I32(dilation[1]), _I32(depth_multiplier), _I32(input_offset), _I32(output_offset),
-            _I32(act_min), _I32(act_max), _p32(mult), _p32(shift), _I32(n), _I32(h), _I32(wd), _I32(c), _p8(x),
+            _I32(act_min), _I32(act_max), _p32(mult), _p8(shift), _I32(n), _I32(h), _I32(wd), _I32(c), _p8(x),
             _I32(kh), _I32(kw), _p8(w), _p32(b), _I32(out_hw[0]), _I32(out_hw[1]), _I32(oc), out.ptr)
         _check(rc, "depthwise_conv2d_s8")
         return out.result()
@@ -182,11 +190,11 @@ class PortableKernels:
         batches, depth = x.shape
         o = w.shape[0]
         b = None if bias is None else _i32(bias)
-        mult, shift = _i32(out_mult), _i32(out_shift)
+        mult, shift = _i32(out_mult), _shift8(out_shift)
         out = _Out((batches, o))
         rc = self.lib.ecc_fully_connected_s8(
             None, _I32(input_offset), _I32(filter_offset), _I32(output_offset), _I32(act_min), _I32(act_max),
-            _p32(mult), _p32(shift), _I32(1 if mult.size > 1 else 0), _I32(batches), _I32(depth), _p8(x),
+            _p32(mult), _p8(shift), _I32(1 if mult.size > 1 else 0), _I32(batches), _I32(depth), _p8(x),
             _p8(w), _p32(b), _I32(o), out.ptr)
         _check(rc, "fully_connected_s8")
         return out.result()

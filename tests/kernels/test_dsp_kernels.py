@@ -110,3 +110,30 @@ def test_kernels_have_no_static_data(results, tmp_path_factory):
     for o in objs:
         syms = subprocess.run(["arm-none-eabi-nm", str(o)], capture_output=True, text=True, check=True).stdout
         assert not [ln for ln in syms.splitlines() if ln.split()[-2:-1] and ln.split()[-2] in "bBdDCgGsS"], o.name
+
+
+def test_saturated_bias_layers_take_dsp_kernels():
+    """Layers holding channels with biases saturated near +-2^30 whose output is constant (MobileNet VWW's
+    pointwise convolutions) get the dsp entry points, the 1x1 ones included, in every mode their
+    output range allows (dsp_cases.saturated_bias_cases; the outputs are checked by test_dsp_bit_exact)."""
+    names = {c.name for c in CASES if c.name.startswith("sat_")}
+    for i in range(4):
+        for j, fns in enumerate((("conv2d_relu", "conv2d", "conv2d_clamp"), ("conv2d", "conv2d_clamp"),
+                                 ("conv2d_clamp",))):
+            want = {f"sat_conv{i}_{j}-{fn}" for fn in fns}
+            if i < 2:
+                want |= {f"sat_conv{i}_{j}-{fn.replace('conv2d', 'conv2d_1x1')}" for fn in fns}
+            assert want <= names, want - names
+    assert {f"sat_fc{i}-fully_connected" for i in range(3)} <= names
+
+
+def test_constant_channel_layers_take_the_sparse_kernel():
+    """Every 1x1 layer of dsp_cases.CONSTANT_LAYERS with a constant channel (all constant, a single
+    live one, odd live counts, constants at both ends and adjacent) gets the sparse entry points in
+    every mode of its relu-range variant, next to the dense ones; the layer without one gets no
+    sparse case (it keeps the dense kernel and its C). Outputs: test_dsp_bit_exact."""
+    names = {c.name for c in CASES if c.name.startswith("const_")}
+    for i, layer in enumerate(dsp_cases.CONSTANT_LAYERS):
+        sparse = {f"const_conv{i}_0-conv2d_1x1_sparse{t}" for t in ("_relu", "", "_clamp")}
+        assert {f"const_conv{i}_0-conv2d_1x1{t}" for t in ("_relu", "", "_clamp")} <= names
+        assert (sparse <= names) if layer[-1] else not any("sparse" in n for n in names if n.startswith(f"const_conv{i}_"))

@@ -10,7 +10,8 @@ import pytest
 
 import dsp_harness
 from toolchain.ops.fixed_point import multiply_by_quantized_multiplier, quantize_multiplier
-from toolchain.ops.packing import MODES, fold_bias, fold_layer, pack_gemm_blob
+from toolchain.ops.packing import (LIVE, MODES, fc_blocks, fold_bias, fold_layer, pack_fc_blob, pack_gemm_blob,
+                                   pack_sparse_gemm_blob)
 from toolchain.ops.registry import REGISTRY, OpKind
 
 REPO = Path(__file__).resolve().parents[2]
@@ -142,3 +143,147 @@ def test_scratch_is_declared():
         if n.op in (OpKind.CONV2D, OpKind.DEPTHWISE_CONV2D, OpKind.FULLY_CONNECTED):
             assert sizes[n.name] > 0
 
+
+
+def _sat_layer(rng, o=12, kdim=40):
+    """A layer with saturated-bias channels (every third) next to ordinary ones (dsp_cases)."""
+    import dsp_cases
+
+    return dsp_cases.saturated_weights_bias(rng, o, kdim)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_constant_channels_are_exact(mode):
+    """Channels whose accumulator cannot be doubled but whose output is one value for every input are
+    rewritten (zero weights, bias 4 (c - off), multiplier 2^30, shift -1): the emulated kernel equals
+    TFLite's requantization of the original layer on random inputs and at both ends of the int8 range;
+    without `constants` the layer is refused, and a channel that is not constant is refused."""
+    rng = np.random.default_rng(11)
+    w, bias, mult, shift = _sat_layer(rng)
+    off, (lo, hi) = (-128, (-128, 127)) if mode != "clamp" else (5, (-20, 90))
+    x = np.concatenate([rng.integers(-128, 128, (300, w.shape[1])), np.full((1, w.shape[1]), -128),
+                        np.full((1, w.shape[1]), 127), np.where(w[:1] > 0, 127, -128), np.where(w[:1] > 0, -128, 127)])
+    assert fold_layer(w, bias, 128, mult, shift, off, (lo, hi)) is None
+    f = fold_layer(w, bias, 128, mult, shift, off, (lo, hi), constants=True)
+    assert f is not None and mode in f.modes
+    sat = np.arange(0, w.shape[0], 3)
+    assert np.all(f.w[sat] == 0) and np.array_equal(f.w[1::3], w[1::3]) and np.all(f.mult[sat] == 1 << 30)
+    acc = (x + 128) @ w.T.astype(np.int64) + bias
+    want = np.clip(multiply_by_quantized_multiplier(acc, mult, shift) + off, lo, hi)
+    assert np.all(want[:, sat] == want[0, sat])  # the saturated channels are constant indeed
+    got = _emulate(f.bias + x @ f.w.T.astype(np.int64), f.mult.astype(np.int64), f.shift(mode).astype(np.int64),
+                   f.k, mode, lo, hi)
+    np.testing.assert_array_equal(got, want)
+    # channel 0 at a rounding boundary: acc / 2^24 = 64.5 +- 0.02 (2 acc overflows), the output
+    # moves with the input (-64 or -63): not constant, refused; at 64.75 +- 0.02 it is constant again
+    b2, m2, shift2 = bias.copy(), mult.copy(), shift.copy()
+    b2[0], m2[0], shift2[0] = 2**30 + 2**23 - 128 * int(w[0].astype(np.int64).sum()), 1 << 30, -23
+    assert fold_layer(w, b2, 128, m2, shift2, -128, (-128, 127), constants=True) is None
+    b2[0] += 2**22
+    f2 = fold_layer(w, b2, 128, m2, shift2, -128, (-128, 127), constants=True)
+    assert f2 is not None and not f2.w[0].any() and f2.bias[0] == 4 * (-63 + 128)
+
+
+def _fc_emulate(blob: np.ndarray, x: np.ndarray, o: int, kdim: int, mode: str, k: int, lo: int, hi: int):
+    """dsp/fully_connected in numpy, 32-bit wrap-around and all: input lanes L = 256 xe - xo + 127
+    and Xo per 4-k group, per row SMLAD(SXTB16(W), L) + SMLAD(W as int16 lanes, Xo), then
+    ecc_dsp_out of (256 acc) >> 7."""
+    nb = fc_blocks(kdim)
+    xp = np.zeros(8 * nb, np.int64)
+    xp[:kdim] = x
+    g = xp.reshape(-1, 4)
+    lanes_l = np.stack([256 * g[:, 0] - g[:, 1] + 127, 256 * g[:, 2] - g[:, 3] + 127], 1)
+    lanes_o = g[:, [1, 3]]
+    assert lanes_l.min() >= -(1 << 15) and lanes_l.max() < 1 << 15
+    rec, out = 36 + 32 * nb, []
+    for q in range(-(-o // 4)):
+        r = blob[q * rec:(q + 1) * rec]
+        acc = r[:16].view("<i4").astype(np.int64)
+        wq = r[16:16 + 32 * nb].reshape(nb, 4, 8).transpose(1, 0, 2).reshape(4, -1, 4).astype(np.int64)
+        raw = wq[:, :, [0, 2]] % 256 + 256 * wq[:, :, [1, 3]]  # W read as two int16 lanes
+        acc = acc + (wq[:, :, [0, 2]] * lanes_l).sum((1, 2)) + (raw * lanes_o).sum((1, 2))
+        acc = (acc + (1 << 31)) % (1 << 32) - (1 << 31)
+        mult = r[16 + 32 * nb:32 + 32 * nb].view("<i4").astype(np.int64)
+        sh = r[32 + 32 * nb:].astype(np.int64)
+        out += list(_emulate(acc >> 8, mult, sh, k, mode, lo, hi))
+    return np.array(out[:o])
+
+
+@pytest.mark.parametrize("o,kdim", [(1, 1), (3, 5), (4, 8), (6, 13), (9, 64), (8, 640)])
+def test_fc_blob_is_exact(o, kdim):
+    """The quad blob of dsp/fully_connected with its adjusted odd weights and 256-scaled bias,
+    emulated, equals fully_connected_s8 (every mode, zero points -128 and 127, saturated-bias
+    channels included); a layer whose accumulator bound reaches 2^23 gets no blob."""
+    from toolchain.ops.fully_connected import fully_connected_s8
+
+    rng = np.random.default_rng(o * 100 + kdim)
+    w, bias, mult, shift = _sat_layer(rng, o, kdim)
+    for zin, off, (lo, hi) in ((-128, -128, (-128, 127)), (127, 127, (-128, 127)), (-128, 3, (-50, 60))):
+        x = np.concatenate([rng.integers(-128, 128, (20, kdim)), np.full((1, kdim), -128), np.full((1, kdim), 127)])
+        want = fully_connected_s8(x.astype(np.int8), w, bias, input_offset=-zin, output_offset=off, out_mult=mult,
+                                  out_shift=shift, act_min=lo, act_max=hi)
+        f = fold_layer(w, bias, -zin, mult, shift, off, (lo, hi), constants=True)
+        for mode in f.modes:
+            blob = pack_fc_blob(f, mode)
+            got = np.array([_fc_emulate(blob, row, o, kdim, mode, f.k, lo, hi) for row in x])
+            np.testing.assert_array_equal(got, want)
+    big = np.full((2, 600), 127, np.int8)  # 128 * 600 * 127 > 2^23
+    assert pack_fc_blob(fold_layer(big, None, 0, [1 << 30], [-20], 0, (-128, 127)), "full") is None
+    assert pack_fc_blob(fold_layer(big[:, :500], None, 0, [1 << 30], [-20], 0, (-128, 127)), "full") is not None
+
+
+def test_sparse_blob_drops_the_constant_rows():
+    """pack_sparse_gemm_blob: the constant row (each constant channel's value, 0 at live channels,
+    padded to 4), then the dense blob of the live rows only, each record ending in its output
+    channels (c0 | c1 << 16): the dead rows' weights are gone, the blob is exactly that long; a
+    layer without a constant channel gets no sparse blob (it keeps the dense one)."""
+    import dsp_cases
+
+    rng = np.random.default_rng(3)
+    const = (0, 1, 4, 5, 6, 10)  # both ends, adjacent; 5 live rows (odd), K = 20 -> 6 groups (padded to 24)
+    w, bias, mult, shift = dsp_cases.constant_weights_bias(rng, 11, 20, const)
+    f = fold_layer(w, bias, 128, mult, shift, -128, (-128, 127), constants=True)
+    assert f is not None and [c for c in range(11) if f.const[c] != LIVE] == list(const)
+    live = [2, 3, 7, 8, 9]
+    for mode in f.modes:
+        blob = pack_sparse_gemm_blob(f, mode)
+        g = 6
+        assert blob.size == 12 + 2 * (8 + 8 * g + 12 + 4) + (4 + 4 * g + 8 + 4)  # vs 11 rows dense
+        assert pack_gemm_blob(f.w, f, mode).size == 5 * (8 + 8 * g + 12) + (4 + 4 * g + 8)
+        row = np.where(f.const == LIVE, 0, f.const)
+        np.testing.assert_array_equal(blob[:11], row.astype(np.int8))
+        assert not blob[11:12].any()
+        sub = fold_layer(w[live], bias[live], 128, mult[live], shift[live], -128, (-128, 127))
+        dense_live = pack_gemm_blob(w[live], sub, mode)
+        recs, at = [], 0
+        for n in (2, 2, 1):  # split the dense records of the live rows and add the channel word
+            size = (8 + 8 * g + 12) if n == 2 else (4 + 4 * g + 8)
+            recs.append(dense_live[at:at + size])
+            at += size
+        idx = [live[0] | live[1] << 16, live[2] | live[3] << 16, live[4]]
+        want = np.concatenate([np.concatenate([r, np.array([i], "<i4").view(np.int8)]) for r, i in zip(recs, idx)])
+        np.testing.assert_array_equal(blob[12:], want)
+    plain = fold_layer(w[live], bias[live], 128, mult[live], shift[live], -128, (-128, 127), constants=True)
+    assert plain is not None and pack_sparse_gemm_blob(plain, "full") is None
+    assert sub.const is None and pack_sparse_gemm_blob(sub, "full") is None  # no proof asked, no skipping
+
+
+def test_sparse_plan_counts_the_skipped_parameters():
+    """conv2d.dsp_plan(sparse=True): the live count before the blob, and the blob's CArg.skipped names
+    the int8 weights and int32 biases of the dead rows (the report's weights_skipped_bytes)."""
+    import dsp_cases
+    from toolchain.ops import conv2d
+
+    rng = np.random.default_rng(5)
+    w, bias, mult, shift = dsp_cases.constant_weights_bias(rng, 9, 16, (0, 1, 8))
+    k = dict(stride=(1, 1), pad=(0, 0), dilation=(1, 1), out_hw=(3, 3), input_offset=128, output_offset=-128,
+             out_mult=mult, out_shift=shift, act_min=-128, act_max=127)
+    args, scratch = conv2d.dsp_plan(k, (1, 3, 3, 16), w.reshape(9, 1, 1, 16), bias, (1, 3, 3, 9), mode="full",
+                                    pointwise=True, sparse=True)
+    blob = next(a for a in args if a.kind == "array")
+    assert blob.skipped == (3 * 16, 3 * 4) and args[args.index(blob) - 1].value == 6
+    dense, _ = conv2d.dsp_plan(k, (1, 3, 3, 16), w.reshape(9, 1, 1, 16), bias, (1, 3, 3, 9), mode="full",
+                               pointwise=True)
+    assert next(a for a in dense if a.kind == "array").skipped == (0, 0)
+    assert conv2d.dsp_plan(k, (1, 3, 3, 16), w.reshape(9, 1, 1, 16), bias, (1, 3, 3, 9), mode="full",
+                           pointwise=False, sparse=True) is None  # the general kernel has no sparse form

@@ -16,6 +16,7 @@ import numpy as np
 from toolchain.codegen.emit import TEMPLATE_DIR, template_env
 from toolchain.ir import Graph
 from toolchain.lower import select_kernels
+from toolchain.ops.fixed_point import graph_rounding, rounding_mode
 from toolchain.ops.registry import CArg, opdef
 
 GUARD = 16
@@ -63,7 +64,14 @@ class _Buf:
 
 
 def run_graph_c(lib: ctypes.CDLL, graph: Graph, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """Run every node of an int8 graph with its portable kernel; returns the graph outputs."""
+    """Run every node of an int8 graph with its portable kernel (the `_onnx` twins under the graph's
+    `rounding: onnx`, argument values computed in that mode as toolchain.pipeline does); returns the
+    graph outputs."""
+    with rounding_mode(graph_rounding(graph)):
+        return _run(lib, graph, inputs)
+
+
+def _run(lib: ctypes.CDLL, graph: Graph, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     variants = select_kernels(graph, ["portable"])
     env: dict[str, _Buf] = {n: _Buf(graph.t(n).shape, graph.t(n).dtype.np, inputs[n]) for n in graph.inputs}
     keep: list = []  # ctypes arrays that must outlive the call

@@ -20,10 +20,21 @@ class ConstArray:
     symbol: str
     ctype: str
     values: np.ndarray
+    # what the bytes are (weights_breakdown): "tensor" (a constant of the graph as it is),
+    # "requantization" (a separate per-channel multiplier or shift array) or "derived" (re-packed
+    # weights, folded biases, requantization records, padding: the kernel's own layout)
+    role: str = "tensor"
+    # (int8 weight bytes, int32 bias bytes) of the model's parameters this array leaves out (CArg.skipped)
+    skipped: tuple[int, int] = (0, 0)
 
     @property
     def size(self) -> int:
         return int(self.values.size)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the array in the weights section (alignment padding not included)."""
+        return int(np.asarray(self.values).nbytes)
 
 
 @dataclass(frozen=True)
@@ -58,6 +69,26 @@ class IOView:
 
 
 @dataclass(frozen=True)
+class GuardView:
+    """A debug guard (debug_guards: true): `nbytes` pattern bytes at arena `offset`, right after
+    buffer `name` (a C string literal), checked after every kernel call from `first` to `last`."""
+
+    name: str
+    offset: int
+    nbytes: int
+    first: int
+    last: int
+
+
+def c_string(text: str) -> str:
+    """A C string literal of `text`: quotes, backslashes and `?` (no trigraphs) escaped, other
+    non-printable or non-ASCII characters as `?`."""
+    body = "".join(c if c.isascii() and c.isprintable() and c not in '"\\?' else
+                   ("\\" + c if c in '"\\?' else "?") for c in text)
+    return f'"{body}"'
+
+
+@dataclass(frozen=True)
 class ModelContext:
     """Everything the model library templates need."""
 
@@ -71,11 +102,43 @@ class ModelContext:
     consts: tuple[ConstArray, ...]
     kernel_templates: tuple[str, ...]
     kernel_headers: tuple[str, ...] = ()
+    guards: tuple[GuardView, ...] = ()  # debug guards, empty unless debug_guards: true
+    guard_op_names: tuple[str, ...] = ()  # with guards: every kernel call's node name as a C literal
+    guard_output_ends: tuple[int, ...] = ()  # with guards: arena offset just past each call's first output
 
     @property
     def kernel_header_names(self) -> tuple[str, ...]:
         """File names of the extra kernel headers, as model.c includes them."""
         return tuple(h.rsplit("/", 1)[-1] for h in self.kernel_headers)
+
+
+REQUANT_ARRAYS = ("mult", "shift")  # CArg names of the separate per-channel requantization arrays
+
+
+def weights_breakdown(graph: Graph, ctx: ModelContext) -> dict[str, int]:
+    """Bytes of the weights section by what they hold, from the emitted arrays (alignment padding
+    between arrays not included: the linker map's section size minus the sum of these).
+
+    weights / biases: the model's own parameters, the constant int8 / int32 (other dtypes: other)
+    tensors the kernels read, as the source model (or our quantizer) stores them, whether emitted
+    as they are or inside a re-packed array; requantization: the separate per-channel multiplier
+    and shift arrays; packing: the rest of the re-packed arrays (requantization records inside
+    packed blobs, folded biases beyond the source ones, zero padding), i.e. emitted bytes minus the
+    three above. Source: ctx.consts and graph_s8's constants. The parameters of output channels
+    proven constant that a kernel does not store (ConstArray.skipped) are left out of weights /
+    biases and counted under "skipped" instead, which is not part of the section (profiler.report
+    weight_fields adds it back to the model's own weights)."""
+    used = {i for n in graph.nodes if not opdef(n).is_view for i in n.inputs if i}
+    params = [t for t in graph.tensors.values() if t.is_const and t.name in used]
+    skipped = [sum(c.skipped[i] for c in ctx.consts) for i in (0, 1)]
+    out = {"weights": sum(t.nbytes for t in params if t.dtype.c == "int8_t") - skipped[0],
+           "biases": sum(t.nbytes for t in params if t.dtype.c == "int32_t") - skipped[1]}
+    out["other"] = sum(t.nbytes for t in params) - out["weights"] - out["biases"] - sum(skipped)
+    out["requantization"] = sum(c.nbytes for c in ctx.consts if c.role == "requantization")
+    out["packing"] = sum(c.nbytes for c in ctx.consts) - sum(out.values())
+    if any(skipped):
+        out["skipped"] = sum(skipped)
+    return out
 
 
 def _tensor_ref(arg, graph: Graph, plan: MemoryPlan, wnames: CNames, consts: dict[str, ConstArray]) -> str:
@@ -118,7 +181,9 @@ def build_context(graph: Graph, plan: MemoryPlan, variants: dict[str, KernelVari
                 sym = pnames(f"{node.name}_{arg.name}")
                 values = np.asarray(arg.value)
                 ctype = "int8_t" if values.dtype == np.int8 else "int32_t"  # int8: weights re-packed offline
-                consts.setdefault(sym, ConstArray(sym, ctype, values.astype(np.int8 if ctype == "int8_t" else np.int32)))
+                role = "requantization" if arg.name in REQUANT_ARRAYS else "derived"
+                consts.setdefault(sym, ConstArray(sym, ctype, values.astype(np.int8 if ctype == "int8_t" else np.int32),
+                                                  role, tuple(arg.skipped)))
                 args.append(sym)
             else:
                 args.append("NULL")
@@ -135,5 +200,9 @@ def build_context(graph: Graph, plan: MemoryPlan, variants: dict[str, KernelVari
         ios.append(tuple(views))
     templates = tuple(sorted({v.template for v in variants.values()}))
     headers = tuple(sorted({h for v in variants.values() for h in v.headers}))
+    guards = tuple(GuardView(c_string(*g[:1]), *g[1:]) for g in plan.guards())
+    kernels = [n for n in graph.nodes if not opdef(n).is_view] if guards else []
     return ModelContext(stamp, plan.arena_bytes, plan.alignment, weights_section, ios[0], ios[1], tuple(calls),
-                        tuple(consts.values()), templates, headers)
+                        tuple(consts.values()), templates, headers, guards,
+                        tuple(c_string(n.name) for n in kernels),
+                        tuple(plan.offset_of(n.outputs[0]) + graph.t(n.outputs[0]).nbytes for n in kernels))

@@ -3,6 +3,7 @@ harness (OUT/fw). Files are written in a fixed order with fixed content for fixe
 identical inputs give byte-identical C (golden tests rely on it)."""
 from __future__ import annotations
 
+import re
 from functools import cache
 from pathlib import Path
 
@@ -35,13 +36,34 @@ def _write(path: Path, text: str) -> Path:
     return path
 
 
+_LOCAL_INCLUDE = re.compile(r'^#include "([^"/]+)"', re.MULTILINE)
+
+
+def with_local_includes(headers: tuple[str, ...]) -> list[str]:
+    """`headers` (paths under c_templates/) plus every header they include with #include "name" from
+    their own folder, recursively, each once, in first-seen order (an ISA's umbrella header, e.g.
+    neon/ecc_neon.h, pulls in its parts without every KernelVariant listing them)."""
+    out: list[str] = []
+    todo = list(headers)
+    while todo:
+        h = todo.pop(0)
+        if h in out:
+            continue
+        out.append(h)
+        folder = h.rsplit("/", 1)[0] + "/" if "/" in h else ""
+        for name in _LOCAL_INCLUDE.findall((TEMPLATE_DIR / h).read_text(encoding="utf-8")):
+            if (TEMPLATE_DIR / folder / name).is_file():
+                todo.append(folder + name)
+    return out
+
+
 def emit_library(ctx: ModelContext, lib_dir: Path) -> list[Path]:
     """Write the deployable model library; returns the C sources (model, weights, kernels)."""
     env = template_env()
     lib_dir.mkdir(parents=True, exist_ok=True)
     stamp = f"/* {ctx.stamp} */\n"  # every shipped file says which generator made it
     # variant headers are paths under c_templates/kernels/ (KernelVariant.headers)
-    for header in (*KERNEL_HEADERS, *(f"kernels/{h}" for h in ctx.kernel_headers), "ecc_profile.h"):
+    for header in with_local_includes((*KERNEL_HEADERS, *(f"kernels/{h}" for h in ctx.kernel_headers), "ecc_profile.h")):
         _write(lib_dir / Path(header).name, stamp + (TEMPLATE_DIR / header).read_text(encoding="utf-8"))
     for name in ("model.h", "weights.h"):
         _write(lib_dir / name, env.get_template(f"{name}.j2").render(ctx=ctx))

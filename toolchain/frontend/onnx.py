@@ -17,7 +17,7 @@ import onnx
 from onnx import numpy_helper
 
 from toolchain.errors import InputError, UnsupportedModel
-from toolchain.frontend.onnx_builder import Builder, Val
+from toolchain.frontend.onnx_builder import Builder, Val, signature_errors
 from toolchain.ir import DType, Graph
 from toolchain.ops.batch_norm import BatchNormAttrs
 from toolchain.ops.clamp import ClampAttrs
@@ -249,9 +249,10 @@ def load_onnx(path: str | Path, input_shapes: dict[str, tuple[int, ...]] | None 
     if opset < 11:
         raise InputError(f"{path}: opset {opset} is too old (need >= 11); re-export the model")
     missing = sorted({f"{n.name or '?'} ({n.op_type})" for n in model.graph.node if n.op_type not in CONVERTERS})
-    if missing:
-        raise UnsupportedModel(
-            f"{path}: unsupported ONNX ops: {', '.join(missing)}; supported: {', '.join(sorted(CONVERTERS))}")
+    errors = ([f"unsupported ONNX ops: {', '.join(missing)}; supported: {', '.join(sorted(CONVERTERS))}"]
+              if missing else []) + signature_errors(model.graph.node, CONVERTERS)  # every bad node, at once
+    if errors:
+        raise UnsupportedModel(f"{path}: " + "; ".join(errors))
     names = [i.name for i in model.graph.input if i.name not in {t.name for t in model.graph.initializer}]
     unknown = sorted(set(input_shapes or {}) - set(names))
     if unknown:

@@ -33,6 +33,32 @@ class Val:
     nhwc: bool
 
 
+def node_attrs(node: Any) -> dict[str, Any]:
+    """An ONNX node's attributes by name (strings decoded)."""
+    attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+    return {k: (v.decode() if isinstance(v, bytes) else v) for k, v in attrs.items()}
+
+
+def signature_error(node: Any, fn: Callable[..., Any]) -> str | None:
+    """What of an ONNX node its converter `fn` cannot take (attributes it has no parameter for, too
+    many inputs), or None. Static: the frontends check every node with it before converting any, so
+    a model's unsupported nodes are reported all at once."""
+    params = inspect.signature(fn).parameters
+    unknown = sorted(set(node_attrs(node)) - set(params))
+    if unknown:
+        return f"attribute(s) {', '.join(unknown)}"
+    variadic = any(p.kind == p.VAR_POSITIONAL for p in params.values())
+    if not variadic and len(node.input) > len(params) - 1 - sum(p.kind == p.KEYWORD_ONLY for p in params.values()):
+        return f"number of inputs ({len(node.input)})"
+    return None
+
+
+def signature_errors(nodes: Any, converters: dict[str, Callable[..., Any]]) -> list[str]:
+    """signature_error of every node with a converter, as "node NAME (OP): unsupported ..." lines."""
+    return [f"node {n.name or '?'} ({n.op_type}): unsupported {e}" for n in nodes
+            if n.op_type in converters and (e := signature_error(n, converters[n.op_type]))]
+
+
 class Builder:
     """Accumulates IR tensors and nodes while converters run over the ONNX nodes in order."""
 
@@ -55,16 +81,10 @@ class Builder:
     def convert(self, node: Any, fn: Callable[..., Any]) -> None:
         """Run one converter on one ONNX node, mapping inputs positionally and attributes by name."""
         self.node, self.op_type = node, node.op_type
-        attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
-        attrs = {k: (v.decode() if isinstance(v, bytes) else v) for k, v in attrs.items()}
-        params = inspect.signature(fn).parameters
-        unknown = sorted(set(attrs) - set(params))
-        if unknown:
-            raise self.unsupported(f"attribute(s) {', '.join(unknown)}")
-        variadic = any(p.kind == p.VAR_POSITIONAL for p in params.values())
-        if not variadic and len(node.input) > len(params) - 1 - sum(p.kind == p.KEYWORD_ONLY for p in params.values()):
-            raise self.unsupported(f"number of inputs ({len(node.input)})")
-        fn(self, *node.input, **attrs)
+        problem = signature_error(node, fn)
+        if problem:
+            raise self.unsupported(problem)
+        fn(self, *node.input, **node_attrs(node))
 
     # -- values ------------------------------------------------------------------------------
     def is_const(self, name: str) -> bool:

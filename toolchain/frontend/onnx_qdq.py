@@ -25,7 +25,7 @@ import onnx
 from quantize.given import same_qparams
 from toolchain.errors import InputError, UnsupportedModel
 from toolchain.frontend.onnx import CONVERTERS, _input_shape
-from toolchain.frontend.onnx_builder import Builder
+from toolchain.frontend.onnx_builder import Builder, signature_errors
 from toolchain.frontend.onnx_qdq_strip import QDQ_OPS, Stripped, elem_types, strip
 from toolchain.ir import DType, Graph, Node, QuantParams, Tensor
 from toolchain.ops.depthwise_conv2d import DepthwiseConv2DAttrs
@@ -157,7 +157,8 @@ def load_qdq(path: str | Path, input_shapes: dict[str, tuple[int, ...]] | None =
     s = strip(model)
     converters = {**CONVERTERS, **OVERRIDES}
     missing = sorted({f"{n.name or '?'} ({n.op_type})" for n in s.nodes if n.op_type not in converters})
-    errors = s.errors + ([f"unsupported ONNX ops: {', '.join(missing)}"] if missing else [])
+    errors = s.errors + ([f"unsupported ONNX ops: {', '.join(missing)}"] if missing else []) \
+        + signature_errors(s.nodes, converters)                      # every node with bad attributes, at once
     if errors:
         raise UnsupportedModel(f"{path}: {len(errors)} unsupported: " + "; ".join(errors))
     types = elem_types(model)

@@ -18,7 +18,7 @@ from toolchain.ops.fixed_point import add_params
 from toolchain.ops.packing import INT32_LIMIT, dsp_variant
 from toolchain.ops import neon_variants
 from toolchain.ops import helium_variants
-from toolchain.ops.registry import CArg, Cost, OpDef, OpKind, portable, register
+from toolchain.ops.registry import CArg, Cost, OpDef, OpKind, portable, rounding_twins, register
 
 
 def add_s8(x1: np.ndarray, x2: np.ndarray, p: AddParams, act_min: int = -128, act_max: int = 127) -> np.ndarray:
@@ -79,8 +79,8 @@ DSP = dsp_variant("add", applies=lambda n, g: (not needs_broadcast(n, g) and g.t
 @register(OpKind.ADD)
 class Add(OpDef):
     # the flat kernel allows output == either input; broadcast shapes take the strided kernel
-    variants = (DSP, neon_variants.ADD, *helium_variants.ADD, portable("add", applies=lambda n, g: not needs_broadcast(n, g), inplace_inputs=(0, 1)),
-                portable("add_broadcast", applies=needs_broadcast, args=lambda n, g: _broadcast_args(n, g)))
+    variants = (DSP, neon_variants.ADD, *helium_variants.ADD, *rounding_twins(portable("add", applies=lambda n, g: not needs_broadcast(n, g), inplace_inputs=(0, 1))),
+                *rounding_twins(portable("add_broadcast", applies=needs_broadcast, args=lambda n, g: _broadcast_args(n, g))))
 
     def infer_shapes(self, node: Node, graph: Graph) -> list[tuple[int, ...]]:
         return [broadcast_shape(node, graph)]

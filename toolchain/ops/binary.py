@@ -26,7 +26,7 @@ from toolchain.ops.fixed_point import (
     requantize_s8,
     wrap_int32,
 )
-from toolchain.ops.registry import CArg, Cost, OpDef, OpKind, portable, register
+from toolchain.ops.registry import CArg, Cost, OpDef, OpKind, portable, rounding_twins, register
 
 MAX_LOOP_DIMS = 4
 
@@ -142,7 +142,7 @@ class _Binary(OpDef):
 
 @register(OpKind.SUB)
 class Sub(_Binary):
-    variants = (portable("sub"),)
+    variants = rounding_twins(portable("sub"))
 
     def reference_f32(self, node: Node, graph: Graph, ins: list[np.ndarray]) -> list[np.ndarray]:
         return [apply_act_f32(np.subtract(ins[0], ins[1], dtype=np.float32), node.attrs.act)]
@@ -165,7 +165,7 @@ class Sub(_Binary):
 
 @register(OpKind.MUL)
 class Mul(_Binary):
-    variants = (portable("mul"),)
+    variants = rounding_twins(portable("mul"))
 
     def reference_f32(self, node: Node, graph: Graph, ins: list[np.ndarray]) -> list[np.ndarray]:
         return [apply_act_f32(np.multiply(ins[0], ins[1], dtype=np.float32), node.attrs.act)]

@@ -146,10 +146,16 @@ def weighted_requant(node: Node, graph: Graph, out_axis: int) -> dict:
     weight scale (TFLite files may have one) is broadcast over the output channels (weight axis
     `out_axis`) as TFLM PopulateConvolutionQuantizationParams does; the kernels read out_mult[oc].
     The real multiplier is double(s_in) * double(s_w) / double(s_out), also for FC: see
-    fully_connected.py for why that matches the TFLM oracle build."""
+    fully_connected.py for why that matches the TFLM oracle build.
+
+    out_mult: int32 [Cout] (Q31); out_shift: int8 [Cout] in [-31, 31] (the kernels read it as
+    int8_t, a quarter of the flash of int32). quantize_multiplier gives shifts >= -31; a shift
+    above 31 (a real multiplier >= 2^31) is stored as 31, which changes no int8 output in either
+    rounding mode: with shift >= 31 and mult >= 2^30 any non-zero accumulator requantizes to at
+    least 2^30 in magnitude (or saturates), far outside [-128, 127], so it clamps to the same bound."""
     x, w, y = graph.t(node.inputs[0]), graph.t(node.inputs[1]), graph.t(node.outputs[0])
     w_scale = w.quant.scale * (w.shape[out_axis] if len(w.quant.scale) == 1 else 1)
     mult, shift = requant_arrays(x.quant.s, w_scale, y.quant.s)
     lo, hi = act_range_s8(node.attrs.act, y.quant)
-    return dict(input_offset=-x.quant.zp, output_offset=y.quant.zp, out_mult=mult, out_shift=shift,
-                act_min=lo, act_max=hi)
+    return dict(input_offset=-x.quant.zp, output_offset=y.quant.zp, out_mult=mult,
+                out_shift=np.minimum(shift, 31).astype(np.int8), act_min=lo, act_max=hi)

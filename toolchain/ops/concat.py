@@ -17,8 +17,8 @@ import numpy as np
 
 from toolchain.ir import Graph, Node, QuantParams
 from toolchain.ops.binary import operand
-from toolchain.ops.fixed_point import multiply_by_quantized_multiplier, quantize_multiplier
-from toolchain.ops.registry import CArg, OpDef, OpKind, portable, register
+from toolchain.ops.fixed_point import quantize_multiplier, rescale
+from toolchain.ops.registry import CArg, OpDef, OpKind, portable, rounding_twins, register
 
 COPY = (1 << 30, 1)  # quantize_multiplier(1.0): the (mult, shift) of an exact copy
 
@@ -32,8 +32,9 @@ def requant_params(src: QuantParams, dst: QuantParams) -> tuple[int, int, int, i
 
 def requantize_s8(x: np.ndarray, input_offset: int, mult: int, shift: int, output_offset: int) -> np.ndarray:
     """int8 -> int8 requantization (TFLM reference_ops::Requantize): MBQM(x + input_offset, mult,
-    shift) + output_offset, saturated to int8."""
-    y = multiply_by_quantized_multiplier(np.asarray(x, np.int64) + input_offset, mult, shift) + output_offset
+    shift) + output_offset, saturated to int8; under rounding "onnx" the rescale rounds once, ties to
+    even (ONNX DequantizeLinear -> QuantizeLinear; fixed_point.rescale)."""
+    y = rescale(np.asarray(x, np.int64) + input_offset, mult, shift) + output_offset
     return np.clip(y, -128, 127).astype(np.int8)
 
 
@@ -61,7 +62,7 @@ def _axis(node: Node, graph: Graph) -> int:
 
 @register(OpKind.CONCAT)
 class Concat(OpDef):
-    variants = (portable("concat"),)
+    variants = rounding_twins(portable("concat"))
 
     def infer_shapes(self, node: Node, graph: Graph) -> list[tuple[int, ...]]:
         shapes = [graph.t(n).shape for n in node.inputs]

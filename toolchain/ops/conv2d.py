@@ -4,7 +4,8 @@ TFLM reference_integer_ops::ConvPerChannel.
 Owns: `conv2d_s8` (the numpy oracle) and `im2col_s8_offset`, the patch gatherer shared with the
 depthwise reference. Layout NHWC activations, OHWI weights (I = Cin / groups). Taps outside the
 input are skipped, i.e. read as the input zero point (BL-07). Also the plans of the dsp kernel
-variants (`dsp_plan`: predicate, argument list, scratch). Not here: float conv (common.py),
+variants (`dsp_plan`: predicate, argument list, scratch), the sparse 1x1 one included (output
+channels proven constant neither stored nor computed, issue 6). Not here: float conv (common.py),
 parameter preparation (fixed_point.py), weight re-packing (packing.py), C code (c_templates/).
 """
 from __future__ import annotations
@@ -15,10 +16,11 @@ from toolchain.ops.fixed_point import requantize_s8, wrap_int32
 from dataclasses import dataclass
 from toolchain.ir import Graph, Node
 from toolchain.ops.common import NO_ACT, Window, apply_act_f32, conv_f32, quantize_bias, quantize_weights, weighted_requant
-from toolchain.ops.packing import MODES, dsp_variant, fold_layer, gemm_groups, pack_gemm_blob
+from toolchain.ops.packing import (MODES, dsp_variant, fold_layer, gemm_groups, pack_gemm_blob,
+                                   pack_sparse_gemm_blob, LIVE)
 from toolchain.ops import neon_variants
 from toolchain.ops import helium_variants
-from toolchain.ops.registry import CArg, Cost, KernelVariant, OpDef, OpKind, portable, register
+from toolchain.ops.registry import CArg, Cost, KernelVariant, OpDef, OpKind, portable, rounding_twins, register
 
 
 def _check_geometry(x: np.ndarray, kernel: tuple[int, int], stride, pad, dilation, out_hw) -> None:
@@ -111,11 +113,16 @@ def _s8_kwargs(node: Node, graph: Graph) -> dict:
 
 # ---- DSP variants (c_templates/kernels/dsp/): predicates, scratch, argument lists -----------
 def dsp_plan(k: dict, x_shape: tuple[int, ...], w: np.ndarray, bias: np.ndarray | None, y_shape: tuple[int, ...], *,
-             mode: str, pointwise: bool, x: str = "input", y: str = "output") -> tuple[list[CArg], int] | None:
+             mode: str, pointwise: bool, x: str = "input", y: str = "output",
+             sparse: bool = False) -> tuple[list[CArg], int] | None:
     """(argument list, scratch bytes) of the dsp conv2d entry point for requantization `mode`
     (packing.MODES), pointwise (dsp/conv2d_1x1) or general (dsp/conv2d), given the conv2d_s8 keyword
-    arguments `k`, OHWI weights and the tensor names x, y; None when that entry point does not apply:
-    grouped conv, -128 weights, a requantization it cannot do exactly (packing.fold_layer), or for
+    arguments `k`, OHWI weights and the tensor names x, y; sparse (pointwise only,
+    dsp/conv2d_1x1_sparse): the live output channels only, the ones proven constant written from a
+    row (packing.pack_sparse_gemm_blob; the live count is one more argument before the blob), None
+    when no channel is constant. None when that entry point does not apply:
+    grouped conv, -128 weights, a requantization it cannot do exactly (packing.fold_layer; channels
+    whose output is provably constant are packed as such), or for
     the 1x1 kernel a kernel other than 1x1, padding, or in_c % 4 != 0."""
     cin, (oh, ow) = x_shape[3], y_shape[1:3]
     if w.shape[3] != cin:
@@ -125,40 +132,52 @@ def dsp_plan(k: dict, x_shape: tuple[int, ...], w: np.ndarray, bias: np.ndarray 
         return None
     w2d = w.reshape(w.shape[0], -1)
     f = fold_layer(w2d, bias, k["input_offset"], k["out_mult"], k["out_shift"], k["output_offset"],
-                   (k["act_min"], k["act_max"]))
+                   (k["act_min"], k["act_max"]), constants=True)
     if f is None or mode not in f.modes:
         return None
     groups = gemm_groups(w2d.shape[1])
+    if sparse:  # pointwise only: the general kernel's im2col loop has no sparse form
+        blob = pack_sparse_gemm_blob(f, mode) if pointwise else None
+    else:
+        blob = pack_gemm_blob(f.w, f, mode)
+    if blob is None:
+        return None
+    live = [int(np.sum(f.const == LIVE))] if sparse else []
+    dead = w2d.shape[0] - live[0] if sparse else 0  # rows not stored: their weights and biases
     geometry = [*k["stride"]] if pointwise else [*k["stride"], *k["pad"], *k["dilation"], -k["input_offset"]]
     args = [*map(CArg.lit, [*geometry, k["act_min"], k["act_max"]]), *map(CArg.lit, x_shape), CArg("act", x),
-            *map(CArg.lit, [*([] if pointwise else w.shape[1:3]), groups]),
-            CArg("array", pack_gemm_blob(w2d, f, mode), "wpack"), *map(CArg.lit, y_shape[1:]), CArg("act", y)]
+            *map(CArg.lit, [*([] if pointwise else w.shape[1:3]), groups, *live]),
+            CArg("array", blob, "wpack", (dead * w2d.shape[1], 4 * dead * (bias is not None))),
+            *map(CArg.lit, y_shape[1:]), CArg("act", y)]
     # two q15 columns (16 bytes per 4-k group), plus int8 staging for im2col when in_c % 4 != 0
     return args, (16 + 4 * (not pointwise and cin % 4 != 0)) * groups
 
 
-def _node_plan(node: Node, graph: Graph, mode: str, pointwise: bool) -> tuple[list[CArg], int] | None:
+def _node_plan(node: Node, graph: Graph, mode: str, pointwise: bool,
+               sparse: bool = False) -> tuple[list[CArg], int] | None:
     if node.attrs.groups != 1:
         return None
     x, w, y = graph.t(node.inputs[0]), graph.t(node.inputs[1]), graph.t(node.outputs[0])
     bias = graph.t(node.inputs[2]).data if len(node.inputs) > 2 and node.inputs[2] else None
     return dsp_plan(_s8_kwargs(node, graph), x.shape, w.data, bias, y.shape, mode=mode, pointwise=pointwise,
-                    x=x.name, y=y.name)
+                    x=x.name, y=y.name, sparse=sparse)
 
 
-def _dsp(mode: str, pointwise: bool) -> KernelVariant:
-    return dsp_variant("conv2d", "1x1" if pointwise else "", mode=mode,
-                       applies=lambda n, g: _node_plan(n, g, mode, pointwise) is not None,
-                       scratch_bytes=lambda n, g: _node_plan(n, g, mode, pointwise)[1],
-                       args=lambda n, g: _node_plan(n, g, mode, pointwise)[0])
+def _dsp(mode: str, pointwise: bool, sparse: bool = False) -> KernelVariant:
+    return dsp_variant("conv2d", "1x1_sparse" if sparse else "1x1" if pointwise else "", mode=mode,
+                       applies=lambda n, g: _node_plan(n, g, mode, pointwise, sparse) is not None,
+                       scratch_bytes=lambda n, g: _node_plan(n, g, mode, pointwise, sparse)[1],
+                       args=lambda n, g: _node_plan(n, g, mode, pointwise, sparse)[0])
 
 
-DSP_VARIANTS = tuple(_dsp(mode, pointwise) for pointwise in (True, False) for mode in MODES)
+# sparse first: it only applies to layers with a constant channel, which it then runs faster
+DSP_VARIANTS = (*(_dsp(mode, True, True) for mode in MODES),
+                *(_dsp(mode, pointwise) for pointwise in (True, False) for mode in MODES))
 
 
 @register(OpKind.CONV2D)
 class Conv2D(OpDef):
-    variants = (*DSP_VARIANTS, *neon_variants.CONV2D, *helium_variants.CONV2D, portable("conv2d"))
+    variants = (*DSP_VARIANTS, *neon_variants.CONV2D, *helium_variants.CONV2D, *rounding_twins(portable("conv2d")))
 
     def infer_shapes(self, node: Node, graph: Graph) -> list[tuple[int, ...]]:
         n, h, w, cin = graph.t(node.inputs[0]).shape

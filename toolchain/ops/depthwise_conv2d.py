@@ -17,7 +17,7 @@ from toolchain.ops.common import NO_ACT, Window, apply_act_f32, conv_f32, quanti
 from toolchain.ops.packing import MODES, dsp_variant, fold_layer
 from toolchain.ops import neon_variants
 from toolchain.ops import helium_variants
-from toolchain.ops.registry import CArg, Cost, KernelVariant, OpDef, OpKind, portable, register
+from toolchain.ops.registry import CArg, Cost, KernelVariant, OpDef, OpKind, portable, rounding_twins, register
 
 
 def depthwise_conv2d_s8(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, *, stride=(1, 1),
@@ -121,7 +121,7 @@ DSP_VARIANTS = tuple(_dsp(mode, three) for three in (True, False) for mode in MO
 
 @register(OpKind.DEPTHWISE_CONV2D)
 class DepthwiseConv2D(OpDef):
-    variants = (*DSP_VARIANTS, *neon_variants.DEPTHWISE_CONV2D, *helium_variants.DEPTHWISE_CONV2D, portable("depthwise_conv2d"))
+    variants = (*DSP_VARIANTS, *neon_variants.DEPTHWISE_CONV2D, *helium_variants.DEPTHWISE_CONV2D, *rounding_twins(portable("depthwise_conv2d")))
 
     def infer_shapes(self, node: Node, graph: Graph) -> list[tuple[int, ...]]:
         n, h, w, cin = graph.t(node.inputs[0]).shape

@@ -7,13 +7,18 @@ rounding form (the one every reference kernel here uses) plus the single-roundin
 tests only, and TFLite's QuantizeMultiplier / PreprocessSoftmaxScaling / CalculateInputRadius /
 CalculateActivationRangeQuantized.
 
-Rounding modes (the per-model YAML key `rounding`): "tflm" (default) = gemmlowp double rounding in
-requantization and half away from zero elsewhere, what TFLM's reference kernels do; "onnx" = one
-rounding, ties to even, where ONNX semantics differ: the output requantization of conv / FC / add
-(`requantize_s8`), activation bounds and QuantizeLinear (`quantize_real`). Internal fixed-point
-steps (ADD's input rescale, softmax's exp) are the same in both modes. The mode is chosen per call
-(`rounding=`) or for a block with `rounding_mode(...)`, a context variable, so the op references
-need no extra argument.
+Rounding modes (the per-model YAML key `rounding`, kept in graph.meta["rounding"]): "tflm" (default)
+= gemmlowp double rounding in requantization and half away from zero elsewhere, what TFLM's
+reference kernels do; "onnx" = one rounding of the real value, ties to even (onnxruntime's
+QuantizeLinear after its float simulation of QDQ) in every *output* rounding step: `rescale` (the
+requantization of conv / depthwise / FC / add / sub / mul / concat / requantize / mean / leaky relu /
+prelu), `rounding_divide` (average pooling), activation bounds and QuantizeLinear (`quantize_real`).
+Internal fixed-point steps (ADD's input rescale, softmax / logistic / tanh / hard-swish, bilinear
+blends) are TFLite's in both modes. The mode is chosen per call (`rounding=`) or for a block with
+`rounding_mode(...)`, a context variable, so the op references need no extra argument; the
+interpreter and the code generator open that block from `graph_rounding(graph)`. The C twins of
+these functions are in c_templates/kernels/portable/ecc_fixed_point.h (same names, `ecc_` prefix);
+tests/ops/test_rounding_c.py checks they agree on random and edge values.
 
 Values are carried in int64 arrays holding int32 quantities; where the C reference depends on
 int32 behaviour (saturation, wrap-around) we emulate it explicitly. Not here: the op kernels
@@ -56,6 +61,12 @@ def rounding_mode(mode: str) -> Iterator[None]:
 def current_rounding() -> str:
     """The rounding mode in effect ("tflm" outside any rounding_mode block)."""
     return _ROUNDING.get()
+
+
+def graph_rounding(graph) -> str:
+    """The rounding mode of an IR graph: graph.meta["rounding"] (set from the YAML's `rounding` by
+    toolchain.pipeline), "tflm" when absent. The one place the mode is read from a graph."""
+    return check_rounding(graph.meta.get("rounding") or "tflm")
 
 
 def _i64(x) -> np.ndarray:
@@ -127,7 +138,10 @@ def multiply_by_quantized_multiplier_single(x, mult, shift) -> np.ndarray:
 def multiply_by_quantized_multiplier_rne(x, mult, shift) -> np.ndarray:
     """x * mult * 2^(shift - 31) rounded once, ties to even, saturated to int32: the exact real
     product rounded as ONNX QuantizeLinear / QLinearConv requantization round (rounding "onnx").
-    BL-01: (7984, 1583594044, -9) -> 11 and (1, 2^30, -1) -> 0 (double rounding: 12 and 1)."""
+    BL-01: (7984, 1583594044, -9) -> 11 and (1, 2^30, -1) -> 0 (double rounding: 12 and 1).
+    Integer only: p = x * mult (exact in int64), q = floor(p / 2^t) with t = 31 - shift clipped to
+    [0, 62], then +1 when the remainder is above half, or exactly half and q is odd. shift > 31 (a
+    real multiplier >= 2^31) saturates every non-zero product. C: ecc_multiply_by_quantized_multiplier_rne."""
     x, mult, shift = np.broadcast_arrays(_i64(x), _i64(mult), _i64(shift))
     p = x * mult                                   # |p| < 2^62: exact in int64
     total = np.clip(31 - shift, 0, 62)             # shift >= 31 only for reals >= 2^30: saturates below
@@ -136,8 +150,31 @@ def multiply_by_quantized_multiplier_rne(x, mult, shift) -> np.ndarray:
     half = np.int64(1) << np.maximum(total - 1, 0)
     up = (total > 0) & ((rem > half) | ((rem == half) & (q & 1 == 1)))
     q = q + up
-    q = np.where((shift > 31) & (p != 0), np.sign(p) * INT32_MAX, q)
+    q = np.where((shift > 31) & (p != 0), np.where(p > 0, INT32_MAX, INT32_MIN), q)
     return saturate_int32(q)
+
+
+def rescale(x, mult, shift, rounding: str | None = None) -> np.ndarray:
+    """The output rounding step of every requantizing op: x * mult * 2^(shift - 31) as int32.
+    "tflm": TFLite MultiplyByQuantizedMultiplier (double rounding); "onnx": one rounding, ties to
+    even (multiply_by_quantized_multiplier_rne); None = the mode in effect. x, mult, shift broadcast.
+    C: ecc_multiply_by_quantized_multiplier / ecc_multiply_by_quantized_multiplier_rne."""
+    if check_rounding(rounding or current_rounding()) == "onnx":
+        return multiply_by_quantized_multiplier_rne(x, mult, shift)
+    return multiply_by_quantized_multiplier(x, mult, shift)
+
+
+def rounding_divide(num, den, rounding: str | None = None) -> np.ndarray:
+    """num / den (den > 0, integers) rounded to nearest: ties away from zero ("tflm": TFLM's
+    average pooling, (num +- den/2) / den with C's truncating '/') or to even ("onnx"). int64.
+    C: the average-pool kernels (c_templates/kernels/portable/avg_pool2d_s8.c.j2)."""
+    num, den = _i64(num), _i64(den)
+    if check_rounding(rounding or current_rounding()) == "onnx":
+        q = num // den                             # floor; remainder in [0, den)
+        twice = 2 * (num - q * den)
+        return q + ((twice > den) | ((twice == den) & (q & 1 == 1)))
+    half = den // 2
+    return np.where(num > 0, (num + half) // den, -((-num + half) // den))
 
 
 def round_half(v, rounding: str | None = None) -> np.ndarray:
@@ -183,13 +220,11 @@ def quantize_multiplier(real: float) -> tuple[int, int]:
 
 def requantize_s8(acc, mult, shift, output_offset: int, act_min: int, act_max: int,
                   rounding: str | None = None) -> np.ndarray:
-    """The common int8 output stage: MBQM(acc, mult, shift) + output_offset, clamp, int8.
+    """The common int8 output stage: rescale(acc, mult, shift) + output_offset, clamp, int8.
     Rounding "tflm": double rounding (TFLM); "onnx": one rounding, ties to even; None = the mode
-    in effect (see rounding_mode)."""
+    in effect (see rounding_mode). C: ecc_requantize_s8 / ecc_requantize_s8_rne."""
     check_act_range(act_min, act_max)
-    onnx = check_rounding(rounding or current_rounding()) == "onnx"
-    mbqm = multiply_by_quantized_multiplier_rne if onnx else multiply_by_quantized_multiplier
-    y = mbqm(acc, mult, shift) + int(output_offset)
+    y = rescale(acc, mult, shift, rounding) + int(output_offset)
     return np.clip(y, act_min, act_max).astype(np.int8)
 
 

@@ -13,10 +13,10 @@ from toolchain.ops.fixed_point import requantize_s8, wrap_int32
 from dataclasses import dataclass
 from toolchain.ir import Graph, Node
 from toolchain.ops.common import NO_ACT, apply_act_f32, quantize_bias, quantize_weights, weighted_requant
-from toolchain.ops.packing import dsp_variant, fold_layer, gemm_groups, pack_gemm_blob
+from toolchain.ops.packing import MODES, dsp_variant, fc_blocks, fold_layer, pack_fc_blob
 from toolchain.ops import neon_variants
 from toolchain.ops import helium_variants
-from toolchain.ops.registry import CArg, Cost, OpDef, OpKind, portable, register
+from toolchain.ops.registry import CArg, Cost, OpDef, OpKind, portable, rounding_twins, register
 
 
 def fully_connected_s8(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, *, input_offset: int,
@@ -67,18 +67,24 @@ def _s8_kwargs(node: Node, graph: Graph) -> dict:
 def dsp_plan(k: dict, x_shape: tuple[int, ...], w: np.ndarray, bias: np.ndarray | None, y_shape: tuple[int, ...], *,
              x: str = "input", y: str = "output") -> tuple[list[CArg], int] | None:
     """(argument list, scratch bytes) of dsp/fully_connected for the fully_connected_s8 keyword arguments
-    `k` and [O, K] weights; None when it does not apply (a weight zero point, -128 weights, or a
-    requantization it cannot do exactly). The kernel always clamps (mode "clamp")."""
+    `k` and [O, K] weights; None when it does not apply (a weight zero point, -128 weights, a
+    requantization it cannot do exactly, packing.fold_layer, where channels whose output is provably
+    constant are packed as such, or an accumulator bound of 2^23 or more, packing.pack_fc_blob).
+    The requantization mode is the fastest exact one (packing.MODES),
+    passed as its ECC_DSP_* number."""
     if k["filter_offset"] != 0:
         return None
     f = fold_layer(w, bias, k["input_offset"], k["out_mult"], k["out_shift"], k["output_offset"],
-                   (k["act_min"], k["act_max"]))
+                   (k["act_min"], k["act_max"]), constants=True)
     if f is None:
         return None
-    groups = gemm_groups(w.shape[1])
-    args = [*map(CArg.lit, [k["act_min"], k["act_max"], *x_shape]), CArg("act", x), CArg.lit(groups),
-            CArg("array", pack_gemm_blob(w, f, "clamp"), "wpack"), CArg.lit(y_shape[1]), CArg("act", y)]
-    return args, 16 * groups  # two batch rows widened to q15, 16 bytes per 4-k group
+    mode, blocks = f.modes[0], fc_blocks(w.shape[1])
+    blob = pack_fc_blob(f, mode)
+    if blob is None:
+        return None
+    args = [*map(CArg.lit, [f.k, k["act_min"], k["act_max"], MODES.index(mode), *x_shape]), CArg("act", x),
+            CArg.lit(blocks), CArg("array", blob, "wpack"), CArg.lit(y_shape[1]), CArg("act", y)]
+    return args, 16 * blocks  # one batch row widened to q15, 16 bytes per 8-k block
 
 
 def _node_plan(node: Node, graph: Graph) -> tuple[list[CArg], int] | None:
@@ -93,7 +99,7 @@ DSP = dsp_variant("fully_connected", applies=lambda n, g: _node_plan(n, g) is no
 
 @register(OpKind.FULLY_CONNECTED)
 class FullyConnected(OpDef):
-    variants = (DSP, *neon_variants.FULLY_CONNECTED, *helium_variants.FULLY_CONNECTED, portable("fully_connected"))
+    variants = (DSP, *neon_variants.FULLY_CONNECTED, *helium_variants.FULLY_CONNECTED, *rounding_twins(portable("fully_connected")))
 
     def infer_shapes(self, node: Node, graph: Graph) -> list[tuple[int, ...]]:
         b, k = graph.t(node.inputs[0]).shape

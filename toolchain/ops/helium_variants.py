@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from toolchain.ir import Graph, Node
-from toolchain.ops.registry import CArg, KernelVariant
+from toolchain.ops.registry import CArg, KernelVariant, tflm_only
 
 HELIUM_HEADERS = ("helium/ecc_helium_kernels.h", "helium/ecc_helium.h")
 MVE = frozenset({"mve"})
@@ -110,7 +110,7 @@ def helium_variant(op: str, variant: str = "", *, mode: str = "full", applies: C
     stem = f"{op}_{variant}" if variant else op
     tail = "_relu" if mode == "relu" else ""
     return KernelVariant(f"helium{'_' + variant if variant else ''}{tail}", "helium", f"helium/{stem}_s8.c.j2",
-                         f"ecc_helium_{stem}{tail}_s8", applies, scratch_bytes, args, HELIUM_HEADERS,
+                         f"ecc_helium_{stem}{tail}_s8", tflm_only(applies), scratch_bytes, args, HELIUM_HEADERS,
                          requires=MVE, **kw)
 
 

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from toolchain.ir import Graph, Node
-from toolchain.ops.fixed_point import multiply_by_quantized_multiplier, quantize_multiplier
-from toolchain.ops.registry import CArg, OpDef, OpKind, portable, register
+from toolchain.ops.fixed_point import quantize_multiplier, rescale
+from toolchain.ops.registry import CArg, OpDef, OpKind, portable, rounding_twins, register
 
 
 def signed_quantize_multiplier(real: float) -> tuple[int, int]:
@@ -32,10 +32,11 @@ def leaky_relu_params(s_in: float, s_out: float, alpha: float) -> tuple[int, int
 
 
 def leaky_relu_s8(x: np.ndarray, z_in: int, z_out: int, params: tuple[int, int, int, int]) -> np.ndarray:
-    """int8 leaky ReLU (TFLM reference_ops::QuantizeLeakyRelu)."""
+    """int8 leaky ReLU (TFLM reference_ops::QuantizeLeakyRelu); the output rescale rounds as the
+    rounding mode in effect (fixed_point.rescale)."""
     mi, si, ma, sa = params
     d = np.asarray(x, np.int64) - z_in
-    y = np.where(d >= 0, multiply_by_quantized_multiplier(d, mi, si), multiply_by_quantized_multiplier(d, ma, sa))
+    y = np.where(d >= 0, rescale(d, mi, si), rescale(d, ma, sa))
     return np.clip(y + z_out, -128, 127).astype(np.int8)
 
 
@@ -48,7 +49,7 @@ class LeakyReluAttrs:
 
 @register(OpKind.LEAKY_RELU)
 class LeakyRelu(OpDef):
-    variants = (portable("leaky_relu"),)
+    variants = rounding_twins(portable("leaky_relu"))
 
     def infer_shapes(self, node: Node, graph: Graph) -> list[tuple[int, ...]]:
         return [graph.t(node.inputs[0]).shape]

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from toolchain.ir import Graph, Node, QuantParams
-from toolchain.ops.fixed_point import multiply_by_quantized_multiplier, quantize_multiplier
-from toolchain.ops.registry import CArg, Cost, OpDef, OpKind, portable, register
+from toolchain.ops.fixed_point import quantize_multiplier, rescale
+from toolchain.ops.registry import CArg, Cost, OpDef, OpKind, portable, rounding_twins, register
 
 
 def mean_multiplier(s_in: float, s_out: float, n: int) -> tuple[int, int]:
@@ -36,7 +36,7 @@ def mean_s8(x: np.ndarray, axes: tuple[int, ...], q_in: QuantParams, q_out: Quan
     n = int(np.prod([x.shape[a] for a in axes], dtype=np.int64))
     total = x.sum(axis=axes, keepdims=keep_dims)                  # int32 accumulation, |sum| < 2^31
     m, s = mean_multiplier(q_in.s, q_out.s, n)
-    y = multiply_by_quantized_multiplier(total - q_in.zp * n, m, s) + q_out.zp
+    y = rescale(total - q_in.zp * n, m, s) + q_out.zp                # double rounding, or ties to even (onnx)
     return np.clip(y, -128, 127).astype(np.int8)
 
 
@@ -63,7 +63,7 @@ def reduce_layout(shape: tuple[int, ...], axes: tuple[int, ...]) -> tuple[int, i
 
 @register(OpKind.MEAN)
 class Mean(OpDef):
-    variants = (portable("mean"),)
+    variants = rounding_twins(portable("mean"))
 
     def infer_shapes(self, node: Node, graph: Graph) -> list[tuple[int, ...]]:
         shape = graph.t(node.inputs[0]).shape

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from toolchain.ir import Graph, Node
-from toolchain.ops.registry import CArg, KernelVariant
+from toolchain.ops.registry import CArg, KernelVariant, tflm_only
 from toolchain.ops.relayout import storage_dims
 
 CHWN = frozenset({"CHWN"})
@@ -26,7 +26,7 @@ def requant_ok(shift, mult) -> bool:
 
 
 def _variant(op: str, applies, args, scratch_bytes=lambda n, g: 0) -> KernelVariant:
-    return KernelVariant("neon_chwn", "neon", f"neon/{op}_chwn_s8.c.j2", f"ecc_neon_{op}_chwn_s8", applies,
+    return KernelVariant("neon_chwn", "neon", f"neon/{op}_chwn_s8.c.j2", f"ecc_neon_{op}_chwn_s8", tflm_only(applies),
                          scratch_bytes, args, NEON_HEADERS, layouts=CHWN)
 
 

@@ -22,7 +22,7 @@ import numpy as np
 
 from toolchain.ir import Graph, Node
 from toolchain.ops import neon_chwn
-from toolchain.ops.registry import CArg, KernelVariant
+from toolchain.ops.registry import CArg, KernelVariant, tflm_only
 
 NEON_HEADERS = ("neon/ecc_neon_kernels.h", "neon/ecc_neon.h")
 DOTPROD = frozenset({"dotprod"})
@@ -139,7 +139,7 @@ def neon_variant(op: str, variant: str, *, applies: Callable[[Node, Graph], bool
     kernel "neon[_<variant>]"."""
     stem = f"{op}_{variant}" if variant else op
     return KernelVariant(f"neon{'_' + variant if variant else ''}", "neon", f"neon/{template or stem}_s8.c.j2",
-                         f"ecc_neon_{stem}_s8", applies, scratch_bytes, args, NEON_HEADERS, requires=requires, **kw)
+                         f"ecc_neon_{stem}_s8", tflm_only(applies), scratch_bytes, args, NEON_HEADERS, requires=requires, **kw)
 
 
 def _memo(fn):

@@ -10,17 +10,19 @@ modules. The C side of these conventions is documented in c_templates/kernels/ds
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
 from toolchain.ir import Graph, Node
-from toolchain.ops.registry import CArg, KernelVariant
+from toolchain.ops.fixed_point import multiply_by_quantized_multiplier
+from toolchain.ops.registry import CArg, KernelVariant, tflm_only
 
 DSP_HEADERS = ("dsp/ecc_dsp_kernels.h", "dsp/ecc_dsp.h")
 INT32_LIMIT = 2**31
 MODES = ("relu", "full", "clamp")  # requantization modes of the dsp kernels (ECC_DSP_* in ecc_dsp.h)
+LIVE = 999  # constant_channels' mark of a channel whose output depends on the input
 
 
 def dsp_variant(op: str, variant: str = "", *, mode: str = "full", applies: Callable[[Node, Graph], bool],
@@ -32,7 +34,7 @@ def dsp_variant(op: str, variant: str = "", *, mode: str = "full", applies: Call
     stem = f"{op}_{variant}" if variant else op
     tail = "" if mode == "full" else f"_{mode}"
     return KernelVariant(f"dsp{'_' + variant if variant else ''}{tail}", "dsp", f"dsp/{stem}_s8.c.j2",
-                         f"ecc_dsp_{stem}{tail}_s8", applies, scratch_bytes, args, DSP_HEADERS, **kw)
+                         f"ecc_dsp_{stem}{tail}_s8", tflm_only(applies), scratch_bytes, args, DSP_HEADERS, **kw)
 
 
 def lane_safe(w: np.ndarray) -> bool:
@@ -66,10 +68,12 @@ def _words(values) -> np.ndarray:
     return ((np.asarray(values, np.int64) + 2**31) % 2**32 - 2**31).astype("<i4").view(np.int8)
 
 
-def pack_gemm_blob(w2d: np.ndarray, f: "Folded", mode: str) -> np.ndarray:
+def pack_gemm_blob(w2d: np.ndarray, f: "Folded", mode: str, index: np.ndarray | None = None) -> np.ndarray:
     """The weight blob of the dsp GEMM kernels (ecc_dsp.h "GEMM over packed weights"), int8: per pair
     of output channels the two folded biases, the interleaved weights, the two multipliers and
-    sk = shift0 | shift1 << 8 | k << 16 (the shifts of `mode`); an odd last row: bias, weights, mult, sk."""
+    sk = shift0 | shift1 << 8 | k << 16 (the shifts of `mode`); an odd last row: bias, weights, mult, sk.
+    index (the sparse kernels, pack_sparse_gemm_blob): the output channel of each row; every record
+    then ends with one more word, channel0 | channel1 << 16 (uint16 each; an odd last row: channel0)."""
     o = w2d.shape[0]
     sh = f.shift(mode).astype(np.int64) & 0xFF
     parts = []
@@ -77,6 +81,65 @@ def pack_gemm_blob(w2d: np.ndarray, f: "Folded", mode: str) -> np.ndarray:
         rows = range(2 * i, min(2 * i + 2, o))
         sk = ((f.k & 0xFFFF) << 16) | sum(int(sh[r]) << (8 * j) for j, r in enumerate(rows))
         parts += [_words([f.bias[r] for r in rows]), block, _words([*(f.mult[r] for r in rows), sk])]
+        if index is not None:
+            parts.append(_words([sum(int(index[r]) << (16 * j) for j, r in enumerate(rows))]))
+    return np.concatenate(parts)
+
+
+def pack_sparse_gemm_blob(f: "Folded", mode: str) -> np.ndarray | None:
+    """The weight blob of the dsp sparse 1x1 kernel (conv2d_1x1_sparse_s8.c.j2), int8, or None when
+    no channel of f is proven constant (f.const; the dense blob then, so such layers emit what
+    they did before) or the channels do not fit uint16. First the constant row: out_c int8 (each
+    constant channel's value, 0 at live channels), zero-padded to a multiple of 4, copied into every
+    output pixel before the GEMM overwrites the live channels; then pack_gemm_blob of the live rows
+    only (their order kept) with their output channels as index. Dead rows are neither stored nor
+    computed: the kernel's cost and the blob scale with the live channels."""
+    if f.const is None or not np.any(f.const != LIVE) or f.const.size >= 1 << 16:
+        return None
+    live = np.flatnonzero(f.const == LIVE)
+    row = np.zeros(-(-f.const.size // 4) * 4, np.int8)
+    row[:f.const.size] = np.where(f.const == LIVE, 0, f.const)
+    sub = replace(f, bias=f.bias[live], mult=f.mult[live], e=f.e[live], w=f.w[live], const=None)
+    return np.concatenate([row, pack_gemm_blob(sub.w, sub, mode, live) if live.size else np.zeros(0, np.int8)])
+
+
+def fc_blocks(k: int) -> int:
+    """Number of 8-k blocks of a fully connected row of k int8 (K zero-padded, at least one)."""
+    return max(1, -(-k // 8))
+
+
+FC_SCALED_LIMIT = 2**23  # |acc| bound of dsp/fully_connected, whose accumulators hold 256 acc
+
+
+def pack_fc_blob(f: "Folded", mode: str) -> np.ndarray | None:
+    """The weight blob of dsp/fully_connected (4 output rows per pass, 3 instructions per 4 MACs;
+    fully_connected_s8.c.j2 ECC_DSP_FC_ROW), int8, or None when an accumulator bound
+    |bias'| + 128 sum |w| reaches FC_SCALED_LIMIT (the kernel's 256 acc would not fit int32). Rows
+    of f.w in quads (the last padded with zero rows: bias 0, multiplier 0), K zero-padded to
+    fc_blocks; per quad the four words 256 bias' - 127 (w0 + w2 summed over the 4-k groups), per 8-k
+    block the four rows' 8 int8 with w1 - [w0 < 0] and w3 - [w2 < 0] in place of each group's odd
+    weights (in [-128, 127] as every weight is in [-127, 127]), the four multipliers (int32) and the
+    four shifts of `mode` (int8). 36 + 32 * blocks bytes per quad."""
+    o, k = f.w.shape
+    w = f.w.astype(np.int64)
+    if np.any(np.abs(f.bias.astype(np.int64)) + 128 * np.abs(w).sum(axis=1) >= FC_SCALED_LIMIT):
+        return None
+    nb, nq = fc_blocks(k), -(-o // 4)
+    wp = np.zeros((4 * nq, 8 * nb), np.int64)
+    wp[:o, :k] = w
+    g = wp.reshape(4 * nq, 2 * nb, 4)
+    packed = g.copy()
+    packed[:, :, 1] -= g[:, :, 0] < 0
+    packed[:, :, 3] -= g[:, :, 2] < 0
+    packed = packed.reshape(4 * nq, 8 * nb).astype(np.int8)
+    rec = np.zeros((3, 4 * nq), np.int64)
+    rec[0, :o], rec[1, :o], rec[2, :o] = f.bias, f.mult, f.shift(mode)
+    rec[0] = 256 * rec[0] - 127 * (g[:, :, 0] + g[:, :, 2]).sum(axis=1)
+    parts = []
+    for q in range(nq):
+        rows = slice(4 * q, 4 * q + 4)
+        parts += [_words(rec[0, rows]), packed[rows].reshape(4, nb, 8).transpose(1, 0, 2).reshape(-1),
+                  _words(rec[1, rows]), rec[2, rows].astype(np.int8)]
     return np.concatenate(parts)
 
 
@@ -94,31 +157,60 @@ class Folded:
     mult: int32 per channel; e: the right shift per channel (-shift); k = 2 * output_offset + 1;
     modes: the requantization modes that are exact for this layer, fastest first ("relu": output
     range [-128, 127] with zero point -128 and every live e >= 1; "full": range [-128, 127];
-    "clamp": always)."""
+    "clamp": always); w: the [O, K] int8 weights to pack (the input's, except that the rows of
+    channels proven constant are zero, see constant_channels); const (fold_layer with constants):
+    int64 [O], per channel the int8 output constant_channels proves for every input, LIVE otherwise
+    (the sparse kernels skip the constant channels); None without constants."""
 
     bias: np.ndarray
     mult: np.ndarray
     e: np.ndarray
     k: int
     modes: tuple[str, ...]
+    w: np.ndarray
+    const: np.ndarray | None = None
 
     def shift(self, mode: str) -> np.ndarray:
         """The int8 shift array of a mode: e, or e - 1 for relu."""
         return (np.maximum(self.e - 1, 0) if mode == "relu" else self.e).astype(np.int8)
 
 
+def constant_channels(w2d: np.ndarray, folded_bias: np.ndarray, mult: np.ndarray, shift: np.ndarray,
+                      output_offset: int, act_range: tuple[int, int]) -> np.ndarray:
+    """Per output channel, the int8 output it gives for every possible input, or LIVE (999) when that is
+    not one value. Over raw int8 x in [-128, 127] (padding taps read the zero point, also int8),
+    acc = folded_bias + sum_k x_k w[o, k] spans exactly [lo, hi] with lo / hi taking each x_k at its
+    extreme; MultiplyByQuantizedMultiplier (multiplier >= 0), the offset and the clamp are monotone
+    non-decreasing in acc, so the output is constant iff the two ends agree. A range leaving int32
+    (where TFLM's accumulator would wrap) is never constant. int64 [O]."""
+    w = w2d.astype(np.int64)
+    b = np.asarray(folded_bias, np.int64)
+    lo = b + np.where(w > 0, -128 * w, 127 * w).sum(axis=1)
+    hi = b + np.where(w > 0, 127 * w, -128 * w).sum(axis=1)
+    inside = (lo >= -INT32_LIMIT) & (hi < INT32_LIMIT)
+    y = [np.clip(multiply_by_quantized_multiplier(np.clip(v, -INT32_LIMIT, INT32_LIMIT - 1), mult, shift)
+                 + int(output_offset), *act_range) for v in (lo, hi)]
+    return np.where(inside & (y[0] == y[1]), y[0], LIVE)
+
+
 def fold_layer(w2d: np.ndarray, bias: np.ndarray | None, input_offset: int, mult: np.ndarray, shift: np.ndarray,
-               output_offset: int, act_range: tuple[int, int], *, doubled: bool = False) -> Folded | None:
+               output_offset: int, act_range: tuple[int, int], *, doubled: bool = False,
+               constants: bool = False) -> Folded | None:
     """Fold the input zero point into the bias and check the requantization of a layer whose output
     channel o computes sum_k x_k * w2d[o, k] over raw int8 x. None when the dsp kernels would not be
     exact: weights holding -128 (lane_safe), a positive shift (multiplier >= 1) or a shift below -31,
     or an accumulator that could overflow int32 once doubled (|acc| <= |bias'| + 128 sum |w|).
-    doubled: return 2 * bias' (kernels that widen their weights doubled)."""
+    doubled: return 2 * bias' (kernels that widen their weights doubled).
+    constants (kernels that pack Folded.w): a channel failing only the doubling bound whose output
+    is one value c for every input (constant_channels; real models have such channels, with biases
+    saturated near +-2^30) is rewritten exactly: zero weights, bias' 4 (c - output_offset),
+    multiplier 2^30, shift -1, so that ecc_dsp_out gives c in every mode (h = 2 (c - off), e = 1);
+    Folded.const then holds constant_channels of every channel (the sparse kernels skip them all)."""
     if not lane_safe(w2d):
         return None
     o = w2d.shape[0]
-    mult = np.broadcast_to(np.asarray(mult, np.int64).reshape(-1), (o,))
-    shift = np.broadcast_to(np.asarray(shift, np.int64).reshape(-1), (o,))
+    mult = np.broadcast_to(np.asarray(mult, np.int64).reshape(-1), (o,)).copy()
+    shift = np.broadcast_to(np.asarray(shift, np.int64).reshape(-1), (o,)).copy()
     if np.any(shift > 0) or np.any(shift < -31) or np.any(mult < 0) or np.any(mult >= INT32_LIMIT):
         return None
     # A channel with multiplier 0 outputs its zero point whatever it accumulates (dead channels of
@@ -126,10 +218,21 @@ def fold_layer(w2d: np.ndarray, bias: np.ndarray | None, input_offset: int, mult
     live = mult != 0
     b = np.where(live, fold_bias(w2d, bias, input_offset), 0)
     bound = np.where(live, np.abs(b) + 128 * np.abs(w2d.astype(np.int64)).sum(axis=1), 0)
-    if np.any(2 * bound + 512 >= INT32_LIMIT):
+    over = 2 * bound + 512 >= INT32_LIMIT
+    # exact over raw int8 inputs (never calibration data); a multiplier-0 channel's zeroed bias keeps
+    # its proof exact (its output is the zero point, clamped, whatever it accumulates)
+    const = constant_channels(w2d, b, mult, shift, output_offset, act_range) if constants else None
+    if np.any(over) and constants:
+        c = const[over]
+        if np.any(c == LIVE):
+            return None
+        w2d = w2d.copy()
+        w2d[over] = 0
+        b[over], mult[over], shift[over] = 4 * (c - int(output_offset)), 1 << 30, -1
+    elif np.any(over):
         return None
     e = np.where(live, -shift, 1)
     full = tuple(act_range) == (-128, 127)
     modes = (("relu",) if full and output_offset == -128 and np.all(e >= 1) else ()) + (("full",) if full else ())
     return Folded((b * (2 if doubled else 1)).astype(np.int32), mult.astype(np.int32), e, 2 * int(output_offset) + 1,
-                  (*modes, "clamp"))
+                  (*modes, "clamp"), w2d, const)

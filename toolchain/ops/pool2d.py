@@ -3,7 +3,8 @@ reference_integer_ops::AveragePool / MaxPool (integer_ops/pooling.h).
 
 Owns `avg_pool2d_s8` and `max_pool2d_s8`. In/out quantization is identical (TFLite requires it),
 so no requantization happens here. Average: window sum of in-bounds cells divided with rounding
-half away from zero (BL-03); divisor = in-bounds count, or with count_include_pad (an ONNX
+half away from zero (BL-03) or, under `rounding: onnx`, the mean of (x - zp) rounded once, ties to even
+(ONNX averages real values), plus zp; divisor = in-bounds count, or with count_include_pad (an ONNX
 extension; TFLite never includes padding) the cells inside the padded input, each padding cell
 counting as the zero point (real 0); cells past the declared end pads (ceil_mode) never count.
 """
@@ -11,14 +12,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from toolchain.ops.fixed_point import check_act_range
+from toolchain.ops.fixed_point import check_act_range, current_rounding, rounding_divide
 from dataclasses import dataclass
 from toolchain.ir import Graph, Node
 from toolchain.ops.common import NO_ACT, Window, act_range_s8, apply_act_f32
 from toolchain.ops.packing import dsp_variant
 from toolchain.ops import neon_variants
 from toolchain.ops import helium_variants
-from toolchain.ops.registry import CArg, Cost, OpDef, OpKind, portable, register
+from toolchain.ops.registry import CArg, Cost, OpDef, OpKind, portable, register, rounding_twins
 
 
 def _windows(x: np.ndarray, kernel, stride, pad, out_hw, fill: int) -> tuple[np.ndarray, np.ndarray]:
@@ -39,11 +40,12 @@ def _windows(x: np.ndarray, kernel, stride, pad, out_hw, fill: int) -> tuple[np.
 
 def avg_pool2d_s8(x: np.ndarray, *, kernel, stride, pad=(0, 0), out_hw, act_min: int = -128,
                   act_max: int = 127, count_include_pad: bool = False, pad_value: int = 0,
-                  pad_end=None) -> np.ndarray:
+                  pad_end=None, zero_point: int = 0) -> np.ndarray:
     """int8 average pooling (TFLM reference_integer_ops::AveragePool).
 
     x: int8 [N, H, W, C] -> int8 [N, OH, OW, C]. kernel/stride/pad(top, left)/out_hw are (h, w).
-    out = round_half_away(sum / n), clamped. n = in-bounds cells, or if count_include_pad the cells
+    out = round_half_away(sum / n), clamped; under rounding "onnx" round_half_even((sum - n zp) / n) + zp
+    with zp = `zero_point` (the input's; TFLM divides the raw sum). n = in-bounds cells, or if count_include_pad the cells
     inside [-pad_top, H + pad_bottom) x [-pad_left, W + pad_right) with pad_end = (bottom, right)
     (None: unbounded, n = KH*KW), each padding cell adding pad_value (the zero point: a real 0).
     A window with no in-bounds cell is an error (TFLM returns kTfLiteError).
@@ -59,9 +61,10 @@ def avg_pool2d_s8(x: np.ndarray, *, kernel, stride, pad=(0, 0), out_hw, act_min:
         if np.any(cnt == 0):
             raise ValueError("an average-pool window lies entirely in the padding")
     cnt = cnt[None, :, :, None]
-    half = cnt // 2
-    # Integer division of magnitudes = C's truncating '/', giving TFLite's half-away rounding.
-    avg = np.where(s > 0, (s + half) // cnt, -((-s + half) // cnt))
+    if current_rounding() == "onnx":  # ties to even are not shift invariant: round the real mean
+        avg = rounding_divide(s - int(zero_point) * cnt, cnt, "onnx") + int(zero_point)
+    else:                             # TFLite: the raw sum, half away from zero
+        avg = rounding_divide(s, cnt, "tflm")
     return np.clip(avg, act_min, act_max).astype(np.int8)
 
 
@@ -140,7 +143,8 @@ DSP_MAX = dsp_variant("max_pool2d", applies=lambda n, g: True, scratch_bytes=lam
 
 @register(OpKind.AVG_POOL2D)
 class AvgPool2D(_Pool):
-    variants = (DSP_AVG, *neon_variants.AVG_POOL2D, *helium_variants.AVG_POOL2D, portable("avg_pool2d"))
+    variants = (DSP_AVG, *neon_variants.AVG_POOL2D, *helium_variants.AVG_POOL2D,
+                *rounding_twins(portable("avg_pool2d"), args=lambda n, g: AvgPool2D()._onnx_args(n, g)))
 
     def reference_f32(self, node: Node, graph: Graph, ins: list[np.ndarray]) -> list[np.ndarray]:
         win = node.attrs.window
@@ -162,11 +166,18 @@ class AvgPool2D(_Pool):
 
     def reference_s8(self, node: Node, graph: Graph, ins: list[np.ndarray]) -> list[np.ndarray]:
         k, _ = self._common(node, graph)
-        return [avg_pool2d_s8(ins[0], **self._padding(node, graph), **k)]
+        zp = graph.t(node.inputs[0]).quant.zp
+        return [avg_pool2d_s8(ins[0], **self._padding(node, graph), **k, zero_point=zp)]
 
     def kernel_args(self, node: Node, graph: Graph) -> list[CArg]:
         p = self._padding(node, graph)
         return self._args(node, graph, [int(p["count_include_pad"]), *p["pad_end"], p["pad_value"]])
+
+    def _onnx_args(self, node: Node, graph: Graph) -> list[CArg]:
+        """ecc_avg_pool2d_s8_onnx: the same list with pad_value = the input zero point in every case."""
+        p = self._padding(node, graph)
+        zp = graph.t(node.inputs[0]).quant.zp
+        return self._args(node, graph, [int(p["count_include_pad"]), *p["pad_end"], zp])
 
     def cost(self, node: Node, graph: Graph) -> Cost:
         c = super().cost(node, graph)

@@ -16,8 +16,8 @@ import numpy as np
 from toolchain.ir import Graph, Node
 from toolchain.ops.binary import broadcast_args, operand
 from toolchain.ops.common import quantize_operand
-from toolchain.ops.fixed_point import multiply_by_quantized_multiplier, quantize_multiplier
-from toolchain.ops.registry import CArg, OpDef, OpKind, portable, register
+from toolchain.ops.fixed_point import quantize_multiplier, rescale
+from toolchain.ops.registry import CArg, OpDef, OpKind, portable, rounding_twins, register
 
 
 def prelu_params(s_in: float, s_alpha: float, s_out: float) -> tuple[int, int, int, int]:
@@ -29,12 +29,13 @@ def prelu_params(s_in: float, s_alpha: float, s_out: float) -> tuple[int, int, i
 
 def prelu_s8(x: np.ndarray, alpha: np.ndarray, z_in: int, z_alpha: int, z_out: int,
              params: tuple[int, int, int, int]) -> np.ndarray:
-    """int8 PReLU with alpha broadcast against x (TFLM reference_ops::BroadcastPrelu4DSlow)."""
+    """int8 PReLU with alpha broadcast against x (TFLM reference_ops::BroadcastPrelu4DSlow); the
+    output rescale rounds as the rounding mode in effect (fixed_point.rescale)."""
     m1, s1, m2, s2 = params
     d = np.asarray(x, np.int64) - z_in
     a = np.broadcast_to(np.asarray(alpha, np.int64) - z_alpha, np.broadcast_shapes(np.shape(x), np.shape(alpha)))
     d = np.broadcast_to(d, a.shape)
-    y = np.where(d >= 0, multiply_by_quantized_multiplier(d, m1, s1), multiply_by_quantized_multiplier(d * a, m2, s2))
+    y = np.where(d >= 0, rescale(d, m1, s1), rescale(d * a, m2, s2))
     return np.clip(y + z_out, -128, 127).astype(np.int8)
 
 
@@ -45,7 +46,7 @@ class PReluAttrs:
 
 @register(OpKind.PRELU)
 class PRelu(OpDef):
-    variants = (portable("prelu"),)
+    variants = rounding_twins(portable("prelu"))
 
     def infer_shapes(self, node: Node, graph: Graph) -> list[tuple[int, ...]]:
         x, a = (graph.t(n).shape for n in node.inputs[:2])

@@ -7,7 +7,8 @@ QUANTIZE / DEQUANTIZE, TFLM quantize_common.cc and dequantize_common.cc.
 - Dequantize (int8 -> float32, reference_ops::Dequantize): float(double(scale) * (q - zp)).
 - Requantize (int8 -> int8, TFLite QUANTIZE with an int8 input, reference_ops::Requantize):
   MBQM(q - zp_in, QuantizeMultiplier(s_in / s_out)) + zp_out, saturated (concat.requantize_s8).
-In the float twin of a model (all tensors real) the three are identities.
+Under `rounding: onnx` Quantize is ONNX QuantizeLinear (float32 division, ties to even) and Requantize
+rounds once, ties to even (the `_onnx` C twins). In the float twin of a model (all tensors real) the three are identities.
 """
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ import numpy as np
 
 from toolchain.ir import Graph, Node
 from toolchain.ops.concat import requant_params, requantize_s8
-from toolchain.ops.registry import CArg, OpDef, OpKind, portable, register
+from toolchain.ops.fixed_point import current_rounding, quantize_real
+from toolchain.ops.registry import CArg, OpDef, OpKind, portable, rounding_twins, register
 
 FLOAT_EDGE_HEADER = "portable/ecc_float_edge_kernels.h"  # the only kernels using float: shipped when used
 
@@ -28,7 +30,10 @@ class QuantizeAttrs:
 
 
 def quantize_f32_s8(x: np.ndarray, scale: float, zero_point: int) -> np.ndarray:
-    """TFLM AffineQuantize float32 -> int8: (int)round_half_away((double)x / scale) + zp, saturated."""
+    """TFLM AffineQuantize float32 -> int8: (int)round_half_away((double)x / scale) + zp, saturated.
+    Under rounding "onnx": ONNX QuantizeLinear (float32 division, ties to even; fixed_point.quantize_real)."""
+    if current_rounding() == "onnx":
+        return quantize_real(x, scale, zero_point, "onnx")
     v = np.asarray(x, np.float32).astype(np.float64) / float(scale)
     r = np.sign(v) * np.floor(np.abs(v) + 0.5)
     return np.clip(r + zero_point, -128, 127).astype(np.int8)
@@ -49,7 +54,7 @@ class _Edge(OpDef):
 
 @register(OpKind.QUANTIZE)
 class Quantize(_Edge):
-    variants = (portable("quantize", headers=(FLOAT_EDGE_HEADER,)),)
+    variants = rounding_twins(portable("quantize", headers=(FLOAT_EDGE_HEADER,)))
 
     def reference_f32(self, node: Node, graph: Graph, ins: list[np.ndarray]) -> list[np.ndarray]:
         return [np.asarray(ins[0], np.float32)]
@@ -85,7 +90,7 @@ class Dequantize(_Edge):
 
 @register(OpKind.REQUANTIZE)
 class Requantize(_Edge):
-    variants = (portable("requant"),)
+    variants = rounding_twins(portable("requant"))
 
     def reference_f32(self, node: Node, graph: Graph, ins: list[np.ndarray]) -> list[np.ndarray]:
         return [np.asarray(ins[0], np.float32)]

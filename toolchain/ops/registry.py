@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
 import numpy as np
@@ -64,6 +64,10 @@ class CArg:
     kind: str
     value: Any = None
     name: str = ""
+    # "array" only: (int8 weight bytes, int32 bias bytes) of the node's constant inputs that the
+    # array leaves out (output channels proven constant, packing.pack_sparse_gemm_blob), so that
+    # codegen.context.weights_breakdown counts them as not emitted
+    skipped: tuple[int, int] = (0, 0)
 
     @staticmethod
     def lit(value: int) -> "CArg":
@@ -168,3 +172,26 @@ def opdef(node: Node) -> OpDef:
 def portable(op: str, function: str | None = None, **kw: Any) -> KernelVariant:
     """The portable C variant of an op (c_templates/kernels/portable/<op>_s8.c.j2)."""
     return KernelVariant("portable", "portable", f"portable/{op}_s8.c.j2", function or f"ecc_{op}_s8", **kw)
+
+
+def tflm_only(applies: Callable[[Node, Graph], bool]) -> Callable[[Node, Graph], bool]:
+    """`applies` restricted to graphs with rounding "tflm": the ISA kernels (dsp, helium, neon) round
+    as TFLM does only, so under `rounding: onnx` lowering falls back to the portable `_onnx` twins."""
+    from toolchain.ops.fixed_point import graph_rounding
+
+    return lambda node, graph: graph_rounding(graph) == "tflm" and applies(node, graph)
+
+
+def rounding_twins(variant: KernelVariant, **onnx_kw: Any) -> tuple[KernelVariant, KernelVariant]:
+    """(onnx twin, variant) for a portable kernel whose output rounding depends on the model's
+    `rounding`: the twin `portable_onnx` calls `<function>_onnx` (the same template renders both, see
+    c_templates/kernels/portable/ecc_fixed_point.h) and applies only under rounding "onnx"; the given
+    variant only under "tflm". `onnx_kw` overrides fields of the twin (e.g. its argument list)."""
+    from toolchain.ops.fixed_point import graph_rounding
+
+    def mode_is(mode: str, applies: Callable[[Node, Graph], bool]) -> Callable[[Node, Graph], bool]:
+        return lambda node, graph: graph_rounding(graph) == mode and applies(node, graph)
+
+    twin = replace(variant, name=f"{variant.name}_onnx", function=f"{variant.function}_onnx",
+                   applies=mode_is("onnx", variant.applies), **onnx_kw)
+    return twin, replace(variant, applies=mode_is("tflm", variant.applies))

@@ -188,12 +188,23 @@ static inline int32_t *ecc_dsp_fill(int32_t *dst, int32_t k, int32_t zq)
     "add %[t4], %[t4], %[t3]\n\t" \
     "ssat %[" acc "], #8, %[t4], asr #1\n\t"
 
+/* The stores of one pair of ECC_DSP_GEMM_PAIRS_AT: the next two channels (oa advances by 2). */
+#define ECC_DSP_STORE_NEXT                                                                         \
+        "ldr %[n], %[mo]\n\t"                                                                      \
+        "strb %[b0], [%[oa], %[n]]\n\t"                                                            \
+        "strb %[a1], [%[oa], #1]\n\t"                                                              \
+        "strb %[a0], [%[oa]], #2\n\t"                                                              \
+        "add %[x], %[oa], %[n]\n\t"                                                                \
+        "strb %[b1], [%[x], #-1]\n\t"
+
 /* Every output-channel pair of one 2x2-blocked GEMM pass, requantization and stores included, for
  * the RELU or FULL mode: columns `cols` (two interleaved q15 columns, 2 * nh 4-k groups, taken
  * four per loop iteration after an odd pair), outputs
  * of column A at oa, of column B at oa + ob. Assembly: 14 live values in registers, the loop
- * constants in memory. Returns the blob pointer after the last pair. */
-#define ECC_DSP_GEMM_PAIRS(OUT)                                                                    \
+ * constants in memory. Returns the blob pointer after the last pair. STORE: where the four outputs
+ * go (after OUT, t0..t5 are free): ECC_DSP_STORE_NEXT, or the sparse kernel's channel indices. */
+#define ECC_DSP_GEMM_PAIRS(OUT) ECC_DSP_GEMM_PAIRS_AT(OUT, ECC_DSP_STORE_NEXT)
+#define ECC_DSP_GEMM_PAIRS_AT(OUT, STORE)                                                          \
     __asm__ volatile(                                                                              \
         "2:\n\t"                                                                                   \
         "ldrd %[a0], %[a1], [%[w]], #8\n\t"                                                        \
@@ -217,12 +228,7 @@ static inline int32_t *ecc_dsp_fill(int32_t *dst, int32_t k, int32_t zq)
         OUT("a0", "t0") OUT("b0", "t0")                                                            \
         "lsr %[t2], %[t2], #8\n\t"                                                                 \
         OUT("a1", "t1") OUT("b1", "t1")                                                            \
-        "ldr %[n], %[mo]\n\t"                                                                      \
-        "strb %[b0], [%[oa], %[n]]\n\t"                                                            \
-        "strb %[a1], [%[oa], #1]\n\t"                                                              \
-        "strb %[a0], [%[oa]], #2\n\t"                                                              \
-        "add %[x], %[oa], %[n]\n\t"                                                                \
-        "strb %[b1], [%[x], #-1]\n\t"                                                              \
+        STORE                                                                                      \
         "ldr %[n], %[mp]\n\t"                                                                      \
         "subs %[n], %[n], #1\n\t"                                                                  \
         "str %[n], %[mp]\n\t"                                                                      \

@@ -9,9 +9,11 @@
  *   channel an int32 multiplier and a shift. One entry point per mode: `_relu` for layers whose
  *   output range is [-128, 127] with zero point -128 (their shift is one less), plain for the range
  *   [-128, 127], `_clamp` for any other range;
- * - GEMM kernels (conv2d, conv2d_1x1, fully_connected): `weights` is one blob read front to back,
- *   per pair of output channels the folded biases, the two rows interleaved per 4-k group (`groups`
- *   groups, even), the multipliers and shifts and k (ecc_dsp.h); depthwise kernels keep the weight
+ * - GEMM kernels (conv2d, conv2d_1x1): `weights` is one blob read front to back, per pair of
+ *   output channels the folded biases, the two rows interleaved per 4-k group (`groups` groups,
+ *   even), the multipliers and shifts and k (ecc_dsp.h); conv2d_1x1_sparse: a constant row first
+ *   and the live channels' records only, each with its output channels; fully_connected: its own blob of output
+ *   row quads (fully_connected_s8.c.j2) and k as out_k; depthwise kernels keep the weight
  *   layout and take the bias (doubled), mult, shift and out_k as arrays and a literal.
  * Argument order as everywhere: scratch, params, quant, input dims, input, weight dims, weights,
  * bias, output dims, output. Scratch sizes: the ops' dsp_plan (toolchain/ops/).
@@ -63,6 +65,29 @@ int ecc_dsp_conv2d_1x1_relu_s8(int8_t *scratch,
     int32_t groups, const int8_t *weights,
     int32_t out_h, int32_t out_w, int32_t out_c, int8_t *output);
 
+/* conv2d_1x1 of a layer with output channels proven constant: `live_c` (< out_c) live channels in
+ * the blob after a constant row of out_c int8 (padded to 4); conv2d_1x1_sparse_s8.c.j2 */
+int ecc_dsp_conv2d_1x1_sparse_s8(int8_t *scratch,
+    int32_t stride_h, int32_t stride_w,
+    int32_t act_min, int32_t act_max,
+    int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, const int8_t *input,
+    int32_t groups, int32_t live_c, const int8_t *weights,
+    int32_t out_h, int32_t out_w, int32_t out_c, int8_t *output);
+
+int ecc_dsp_conv2d_1x1_sparse_clamp_s8(int8_t *scratch,
+    int32_t stride_h, int32_t stride_w,
+    int32_t act_min, int32_t act_max,
+    int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, const int8_t *input,
+    int32_t groups, int32_t live_c, const int8_t *weights,
+    int32_t out_h, int32_t out_w, int32_t out_c, int8_t *output);
+
+int ecc_dsp_conv2d_1x1_sparse_relu_s8(int8_t *scratch,
+    int32_t stride_h, int32_t stride_w,
+    int32_t act_min, int32_t act_max,
+    int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, const int8_t *input,
+    int32_t groups, int32_t live_c, const int8_t *weights,
+    int32_t out_h, int32_t out_w, int32_t out_c, int8_t *output);
+
 int ecc_dsp_depthwise_conv2d_s8(int8_t *scratch,
     int32_t stride_h, int32_t stride_w, int32_t pad_top, int32_t pad_left, int32_t dilation_h, int32_t dilation_w,
     int32_t depth_multiplier, int32_t input_zp, int32_t out_k, int32_t act_min, int32_t act_max,
@@ -108,10 +133,12 @@ int ecc_dsp_depthwise_conv2d_3x3_relu_s8(int8_t *scratch,
     const int8_t *weights, const int32_t *bias,
     int32_t out_h, int32_t out_w, int32_t out_c, int8_t *output);
 
+/* mode: ECC_DSP_RELU / FULL / CLAMP (one entry point, the mode branches once per four outputs);
+ * weights: the quad-packed blob of fully_connected_s8.c.j2, `blocks` 8-k blocks per row */
 int ecc_dsp_fully_connected_s8(int8_t *scratch,
-    int32_t act_min, int32_t act_max,
+    int32_t out_k, int32_t act_min, int32_t act_max, int32_t mode,
     int32_t batches, int32_t in_depth, const int8_t *input,
-    int32_t groups, const int8_t *weights,
+    int32_t blocks, const int8_t *weights,
     int32_t out_depth, int8_t *output);
 
 /* same arguments as ecc_add_s8; scratch: 2 KB (two tables of 256 int32) */

@@ -1,6 +1,8 @@
 /* edgecc fixed-point helpers shared by every int8 kernel, so that all kernels round one way.
  *
- * Semantics follow gemmlowp / TFLite (double rounding in multiply-by-quantized-multiplier).
+ * Semantics follow gemmlowp / TFLite (double rounding in multiply-by-quantized-multiplier); the
+ * `_rne` helpers are the output stage of `rounding: onnx` (one rounding, ties to even). Every helper
+ * has a numpy twin of the same name without `ecc_` in toolchain/ops/fixed_point.py, the oracle.
  * Right shifts of negative values assume an arithmetic shift (GCC, as TFLite does).
  * Fixed-point formats are written Qm.n (m integer bits, n fractional bits, 32 bits in all).
  */
@@ -73,6 +75,53 @@ static inline int8_t ecc_requantize_s8(int32_t acc, int32_t mult, int32_t shift,
 {
     const int32_t v = ecc_multiply_by_quantized_multiplier(acc, mult, shift) + output_offset;
     return (int8_t)ecc_clamp_i32(v, act_min, act_max);
+}
+
+/* rounding: onnx. x * mult * 2^(shift - 31) rounded once to nearest, ties to even, saturated to
+ * int32: the real product rounded the way ONNX QuantizeLinear rounds (onnxruntime's float simulation
+ * of a QDQ model). Integer only: p = x * mult is exact in int64; q = floor(p / 2^t), t = 31 - shift
+ * (at most 62: shift >= -31 from QuantizeMultiplier), plus 1 when the remainder is above half, or
+ * exactly half with q odd. shift > 31 (a real multiplier >= 2^31) saturates any non-zero product.
+ * Numpy twin: multiply_by_quantized_multiplier_rne. BL-01: (7984, 1583594044, -9) -> 11, (1, 2^30, -1) -> 0. */
+static inline int32_t ecc_multiply_by_quantized_multiplier_rne(int32_t x, int32_t mult, int32_t shift)
+{
+    const int64_t p = (int64_t)x * mult;
+    const int32_t t = shift < -31 ? 62 : 31 - shift;
+    int64_t q = p;
+    if (shift > 31) {
+        return p > 0 ? INT32_MAX : (p < 0 ? INT32_MIN : 0);
+    }
+    if (t > 0) {
+        const uint64_t rem = (uint64_t)p & (((uint64_t)1 << t) - 1u);
+        const uint64_t half = (uint64_t)1 << (t - 1);
+        q = p >> t; /* arithmetic shift: floor */
+        q += (rem > half) || (rem == half && (q & 1) != 0);
+    }
+    return q > INT32_MAX ? INT32_MAX : (q < INT32_MIN ? INT32_MIN : (int32_t)q);
+}
+
+/* rounding: onnx twin of ecc_requantize_s8: one rounding (ties to even), offset, clamp. */
+static inline int8_t ecc_requantize_s8_rne(int32_t acc, int32_t mult, int32_t shift, int32_t output_offset,
+                                           int32_t act_min, int32_t act_max)
+{
+    const int32_t v = ecc_multiply_by_quantized_multiplier_rne(acc, mult, shift) + output_offset;
+    return (int8_t)ecc_clamp_i32(v, act_min, act_max);
+}
+
+/* num / den (den > 0) rounded to nearest, ties to even: average pooling under rounding: onnx.
+ * Numpy twin: rounding_divide(num, den, "onnx"). */
+static inline int32_t ecc_rounding_divide_rne(int32_t num, int32_t den)
+{
+    int32_t q = num / den;
+    int32_t r = num - q * den;
+    if (r < 0) { /* C truncates toward zero: step to the floor */
+        q -= 1;
+        r += den;
+    }
+    if (2 * r > den || (2 * r == den && (q & 1) != 0)) {
+        q += 1;
+    }
+    return q;
 }
 
 /* sum_i (x[i] + x_offset) * w[i] over n int8 pairs (int32 accumulation, 4x unrolled). */

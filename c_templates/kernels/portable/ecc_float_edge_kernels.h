@@ -7,6 +7,8 @@
 
 /* q = round_half_away((double)x / scale) + zero_point, saturated to int8 */
 int ecc_quantize_s8(int8_t *scratch, double scale, int32_t zero_point, int32_t size, const float *input, int8_t *output);
+/* rounding: onnx: q = rintf((float)x / (float)scale) + zero_point (ONNX QuantizeLinear: ties to even) */
+__typeof__(ecc_quantize_s8) ecc_quantize_s8_onnx;
 
 /* y = (float)(scale * (double)(q - zero_point)) */
 int ecc_dequantize_s8(int8_t *scratch, double scale, int32_t zero_point, int32_t size, const int8_t *input, float *output);

@@ -3,6 +3,9 @@
  * runs constructors, initialises semihosting, fetches argv (SYS_GET_CMDLINE; arguments are
  * split on spaces) and exits with main()'s status through
  * SYS_EXIT_EXTENDED. Faults print one "FAULT: ..." line on stderr and exit 99.
+ * Stack high-water mark: the free stack is painted before main; at exit one line
+ * "ECC_STACK used=<bytes> painted=<bytes>" on stderr gives the deepest overwritten word, measured
+ * from the stack top (start-up, harness, libc and model library included).
  * Why our own reset handler: rdimon-crt0 does not copy .data (QEMU -kernel loads it at its LMA)
  * and moves the heap over the arena (see qemu-and-toolchains.md, pitfalls 1-2). */
 #include <stdint.h>
@@ -10,7 +13,7 @@
 
 #include "ecc_board.h"
 
-extern uint32_t __stack_top;
+extern uint32_t __stack_top, __stack_bottom;
 extern uint32_t __data_load, __data_start, __data_end;
 extern uint32_t __bss_start__, __bss_end__;
 extern int main(int argc, char **argv);   /* a harness's main(void) is fine too */
@@ -92,16 +95,40 @@ static int ecc_get_args(void)
     return argc;
 }
 
+#define ECC_STACK_PAINT 0xC5AC5AC5u
+
+static void ecc_write0(const char *text);
+static char *ecc_put_str(char *p, const char *s);
+static char *ecc_put_dec(char *p, int32_t v);
+
+/* atexit: the deepest stack word that no longer holds the paint, as bytes below the stack top. */
+static void ecc_report_stack(void)
+{
+    const volatile uint32_t *w = &__stack_bottom;
+    while (w < &__stack_top && *w == ECC_STACK_PAINT) w++;
+    char buf[64];
+    char *p = ecc_put_dec(ecc_put_str(buf, "ECC_STACK used="), (int32_t)((uintptr_t)&__stack_top - (uintptr_t)w));
+    p = ecc_put_dec(ecc_put_str(p, " painted="), (int32_t)((uintptr_t)&__stack_top - (uintptr_t)&__stack_bottom));
+    p = ecc_put_str(p, "\n");
+    *p = '\0';
+    ecc_write0(buf);
+}
+
 /* no-tree-loop-distribute-patterns: stop GCC turning the loops into memcpy/memset calls,
- * which would run before .data/.bss are valid. */
+ * which would run before .data/.bss are valid. The stack is painted from its bottom up to this
+ * function's frame (nothing below the stack pointer is live yet), before any library code runs. */
 __attribute__((noreturn, used, optimize("no-tree-loop-distribute-patterns")))
 void ecc_c_start(void)
 {
     uint32_t *src = &__data_load, *dst = &__data_start;
     while (dst < &__data_end) *dst++ = *src++;
     for (dst = &__bss_start__; dst < &__bss_end__;) *dst++ = 0;
+    uint32_t *sp;
+    __asm volatile("mov %0, sp" : "=r"(sp));
+    for (volatile uint32_t *w = &__stack_bottom; w < sp; w++) *w = ECC_STACK_PAINT; /* all below this frame is free */
     __libc_init_array();
     initialise_monitor_handles();
+    atexit(ecc_report_stack);
     int argc = ecc_get_args();
     exit(main(argc, ecc_argv));
 }

@@ -9,7 +9,7 @@ const int32_t ecc_p_conv1_Conv_output_0_mult[8] ECC_CONST = {
     2031487566, 2091011402, 1557002818, 2029996586, 2068761327, 1604840383, 1926603714, 1501336401
 };
 
-const int32_t ecc_p_conv1_Conv_output_0_shift[8] ECC_CONST = {
+const int8_t ecc_p_conv1_Conv_output_0_shift[8] ECC_CONST = {
     -8, -8, -8, -8, -8, -8, -8, -7
 };
 
@@ -29,7 +29,7 @@ const int32_t ecc_p_conv2_Conv_output_0_mult[16] ECC_CONST = {
     2016706434, 1160903572, 1134470444, 1292337798, 1999370131, 1257978771, 2145736925, 1542906524, 1962332549, 1347424844, 1149732761, 1496384910, 1264583145, 1179485873, 1079736907, 1214018538
 };
 
-const int32_t ecc_p_conv2_Conv_output_0_shift[16] ECC_CONST = {
+const int8_t ecc_p_conv2_Conv_output_0_shift[16] ECC_CONST = {
     -8, -7, -7, -7, -8, -7, -8, -7, -8, -7, -7, -7, -7, -7, -7, -7
 };
 
@@ -116,7 +116,7 @@ const int32_t ecc_p_dw_Conv_output_0_mult[16] ECC_CONST = {
     1570977126, 1584012531, 2025635336, 1367674605, 1502788581, 1337201345, 1499953935, 1837436211, 1639115730, 1889675522, 1227524156, 1594454457, 1472374900, 1488631453, 1450357168, 1482710043
 };
 
-const int32_t ecc_p_dw_Conv_output_0_shift[16] ECC_CONST = {
+const int8_t ecc_p_dw_Conv_output_0_shift[16] ECC_CONST = {
     -8, -9, -8, -8, -8, -8, -8, -8, -8, -9, -8, -8, -8, -8, -8, -8
 };
 
@@ -140,7 +140,7 @@ const int32_t ecc_p_pw_Conv_output_0_mult[16] ECC_CONST = {
     1586784919, 1678298408, 1690969699, 1743569181, 1667137287, 1649500973, 1653514021, 2013876963, 1675099904, 1427237302, 1374589046, 1330468583, 1410373846, 1686871589, 1600340474, 1444213539
 };
 
-const int32_t ecc_p_pw_Conv_output_0_shift[16] ECC_CONST = {
+const int8_t ecc_p_pw_Conv_output_0_shift[16] ECC_CONST = {
     -8, -8, -8, -8, -8, -8, -8, -8, -8, -8, -8, -7, -8, -8, -8, -8
 };
 
@@ -171,7 +171,7 @@ const int32_t ecc_p_fc_Gemm_output_0_mult[10] ECC_CONST = {
     1468179973, 1765320750, 2090142102, 1085788095, 1527044725, 1156659366, 2016661501, 1106730539, 1890281301, 1104147621
 };
 
-const int32_t ecc_p_fc_Gemm_output_0_shift[10] ECC_CONST = {
+const int8_t ecc_p_fc_Gemm_output_0_shift[10] ECC_CONST = {
     -7, -8, -8, -7, -7, -7, -8, -7, -8, -7
 };
 

@@ -59,17 +59,17 @@ int ecc_model_run(const int8_t *input0, int8_t *output0)
 
     /* op 7: /gap/GlobalAveragePool_output_0 (AveragePool2D) */
     ECC_OP_BEGIN(7);
-    status |= ecc_dsp_avg_pool2d_s8(NULL, 1, 1, 0, 0, 2, 2, 0, 0, 0, 0, -128, 127, 1, 2, 2, 16, (a + 256), 1, 1, (a + 80));
+    status |= ecc_dsp_avg_pool2d_s8(NULL, 1, 1, 0, 0, 2, 2, 0, 0, 0, 0, -128, 127, 1, 2, 2, 16, (a + 256), 1, 1, (a + 48));
     ECC_OP_END(7);
 
     /* op 8: /fc/Gemm_output_0 (FullyConnected) */
     ECC_OP_BEGIN(8);
-    status |= ecc_dsp_fully_connected_s8((a + 0), -128, 127, 1, 16, (a + 80), 4, ecc_p_fc_Gemm_output_0_wpack, 10, (a + 64));
+    status |= ecc_dsp_fully_connected_s8((a + 0), 75, -128, 127, 1, 1, 16, (a + 48), 2, ecc_p_fc_Gemm_output_0_wpack, 10, (a + 32));
     ECC_OP_END(8);
 
     /* op 9: probs (Softmax) */
     ECC_OP_BEGIN(9);
-    status |= ecc_softmax_s8(NULL, 1508333568, 24, -124, 1, 10, (a + 64), (a + 0));
+    status |= ecc_softmax_s8(NULL, 1508333568, 24, -124, 1, 10, (a + 32), (a + 0));
     ECC_OP_END(9);
 
     memcpy(output0, a + 0, 10);

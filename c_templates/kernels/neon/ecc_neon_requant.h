@@ -1,0 +1,74 @@
+/* edgecc NEON helpers: the output stage: TFLite's MultiplyByQuantizedMultiplier on four
+ * lanes, output offset, clamp, int8 stores.
+ * Part of ecc_neon.h, where the conventions are documented. */
+#ifndef ECC_NEON_REQUANT_H
+#define ECC_NEON_REQUANT_H
+
+#include "ecc_neon_base.h"
+
+/* TFLite MultiplyByQuantizedMultiplier (double rounding) of four int32 values x, per lane: a
+ * saturating left shift by lsh >= 0 (SQSHL, = the portable ecc_saturating_left_shift),
+ * SaturatingRoundingDoublingHighMul by mult (SQRDMULH), then RoundingDivideByPOT by -rsh with ties
+ * away from zero: SRSHL rounds ties up, so negative values first move down by one (gemmlowp's
+ * fix-up: (h & rsh) >> 31 is -1 exactly when h < 0 and rsh != 0; rsh in [-31, 0]). With mult >= 0,
+ * h > INT32_MIN, so the fix-up cannot overflow and a plain accumulate (SSRA) does it. */
+ECC_NEON_INLINE int32x4_t ecc_neon_mbqm(int32x4_t x, int32x4_t mult, int32x4_t lsh, int32x4_t rsh)
+{
+    x = vqrdmulhq_s32(vqshlq_s32(x, lsh), mult);
+    x = vsraq_n_s32(x, vandq_s32(x, rsh), 31);
+    return vrshlq_s32(x, rsh);
+}
+
+/* ecc_neon_mbqm of four accumulators (the bias already in them) with one channel quad q of the
+ * requantization blob {bias', mult, lsh, rsh}. */
+ECC_NEON_INLINE int32x4_t ecc_neon_rq(int32x4_t acc, int32x4x4_t q)
+{
+    return ecc_neon_mbqm(acc, q.val[1], q.val[2], q.val[3]);
+}
+
+/* The output stage of 16 requantized values: + output offset, clamp, int8. Saturating to int16
+ * first is exact: a value outside int16 stays outside [act_min, act_max] after the offset. */
+ECC_NEON_INLINE int8x16_t ecc_neon_out16(int32x4_t a, int32x4_t b, int32x4_t c, int32x4_t d, int16x8_t off,
+                                         int8x16_t lo, int8x16_t hi)
+{
+    const int16x8_t ab = vqaddq_s16(vqmovn_high_s32(vqmovn_s32(a), b), off);
+    const int16x8_t cd = vqaddq_s16(vqmovn_high_s32(vqmovn_s32(c), d), off);
+    return vminq_s8(vmaxq_s8(vqmovn_high_s16(vqmovn_s16(ab), cd), lo), hi);
+}
+
+/* 8 values (a: channels 0-3, b: 4-7) */
+ECC_NEON_INLINE int8x8_t ecc_neon_out8(int32x4_t a, int32x4_t b, int16x8_t off, int8x16_t lo, int8x16_t hi)
+{
+    const int16x8_t ab = vqaddq_s16(vqmovn_high_s32(vqmovn_s32(a), b), off);
+    return vmin_s8(vmax_s8(vqmovn_s16(ab), vget_low_s8(lo)), vget_low_s8(hi));
+}
+
+/* The output offset and the activation clamp in vector form. */
+typedef struct {
+    int16x8_t off;
+    int8x16_t lo, hi;
+} ecc_neon_out_t;
+
+ECC_NEON_INLINE ecc_neon_out_t ecc_neon_out_params(int32_t output_offset, int32_t act_min, int32_t act_max)
+{
+    ecc_neon_out_t o;
+    o.off = vdupq_n_s16((int16_t)output_offset);
+    o.lo = vdupq_n_s8((int8_t)act_min);
+    o.hi = vdupq_n_s8((int8_t)act_max);
+    return o;
+}
+
+/* the requantized accumulators of one GEMM tile (nq channel quads; n channels stored) to out */
+ECC_NEON_INLINE void ecc_neon_store_tile(int32x4_t *acc, int32_t nq, int8_t *out, int32_t n,
+                                         const ecc_neon_out_t *o)
+{
+    if (nq == 4) {
+        vst1q_s8(out, ecc_neon_out16(acc[0], acc[1], acc[2], acc[3], o->off, o->lo, o->hi));
+    } else if (nq == 2) {
+        vst1_s8(out, ecc_neon_out8(acc[0], acc[1], o->off, o->lo, o->hi));
+    } else {
+        ecc_neon_store_n(out, ecc_neon_out8(acc[0], acc[0], o->off, o->lo, o->hi), n);
+    }
+}
+
+#endif /* ECC_NEON_REQUANT_H */
