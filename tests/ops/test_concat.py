@@ -1,6 +1,6 @@
 """Concatenation (ops/concat.py): same-qparams inputs vs TFLM (a copy, through our interpreter and the
 C kernel); inputs with their own qparams requantized to the output's with TFLite's integer Requantize
-(TFLM copies bytes there: BL-25, tested in test_fault_cases_issue4.py); ONNX Concat."""
+(TFLM copies bytes there: BL-25, tested in test_fault_cases_requant.py); ONNX Concat."""
 import numpy as np
 import pytest
 from _onnx_checks import check_float, check_int8, model

@@ -1,7 +1,7 @@
 """Resize nearest / bilinear (ops/resize.py): TFLite RESIZE_NEAREST_NEIGHBOR / RESIZE_BILINEAR with
 align_corners and half_pixel_centers vs TFLM through our interpreter and the C kernels; ONNX Resize in
 every supported coordinate_transformation_mode and nearest_mode vs onnxruntime (float reference) and
-through our quantizer. BL-30 (TF half-pixel nearest) is in test_fault_cases_issue4.py."""
+through our quantizer. BL-30 (TF half-pixel nearest) is in test_fault_cases_pool_resize.py."""
 import numpy as np
 import pytest
 from _onnx_checks import check_float, check_int8, model

@@ -113,7 +113,7 @@ def _dsp(mode: str, three: bool) -> KernelVariant:
     return dsp_variant("depthwise_conv2d", "3x3" if three else "", mode=mode,
                        applies=lambda n, g: _node_plan(n, g, mode, three) is not None,
                        scratch_bytes=lambda n, g: _node_plan(n, g, mode, three)[1],
-                       args=lambda n, g: _node_plan(n, g, mode, three)[0])
+                       args=lambda n, g: _node_plan(n, g, mode, three)[0], headers=("dsp/ecc_dsp_depthwise.h",))
 
 
 DSP_VARIANTS = tuple(_dsp(mode, three) for three in (True, False) for mode in MODES)

@@ -27,14 +27,16 @@ LIVE = 999  # constant_channels' mark of a channel whose output depends on the i
 
 def dsp_variant(op: str, variant: str = "", *, mode: str = "full", applies: Callable[[Node, Graph], bool],
                 scratch_bytes: Callable[[Node, Graph], int],
-                args: Callable[[Node, Graph], list[CArg]] | None = None, **kw: Any) -> KernelVariant:
+                args: Callable[[Node, Graph], list[CArg]] | None = None, headers: tuple[str, ...] = (),
+                **kw: Any) -> KernelVariant:
     """The dsp/<op>[_<variant>]_s8.c.j2 kernel entry point for one requantization mode: function
     ecc_dsp_<op>[_<variant>][_relu|_clamp]_s8, reported as kernel "dsp[_<variant>][_relu|_clamp]".
-    args None: the op's portable argument list; kw: further KernelVariant fields."""
+    args None: the op's portable argument list; headers: dsp/ headers beyond DSP_HEADERS;
+    kw: further KernelVariant fields."""
     stem = f"{op}_{variant}" if variant else op
     tail = "" if mode == "full" else f"_{mode}"
     return KernelVariant(f"dsp{'_' + variant if variant else ''}{tail}", "dsp", f"dsp/{stem}_s8.c.j2",
-                         f"ecc_dsp_{stem}{tail}_s8", tflm_only(applies), scratch_bytes, args, DSP_HEADERS, **kw)
+                         f"ecc_dsp_{stem}{tail}_s8", tflm_only(applies), scratch_bytes, args, (*DSP_HEADERS, *headers), **kw)
 
 
 def lane_safe(w: np.ndarray) -> bool:
@@ -94,13 +96,56 @@ def pack_sparse_gemm_blob(f: "Folded", mode: str) -> np.ndarray | None:
     output pixel before the GEMM overwrites the live channels; then pack_gemm_blob of the live rows
     only (their order kept) with their output channels as index. Dead rows are neither stored nor
     computed: the kernel's cost and the blob scale with the live channels."""
-    if f.const is None or not np.any(f.const != LIVE) or f.const.size >= 1 << 16:
+    s = split_constants(f.const)
+    if s is None or f.const.size >= 1 << 16:
         return None
-    live = np.flatnonzero(f.const == LIVE)
-    row = np.zeros(-(-f.const.size // 4) * 4, np.int8)
-    row[:f.const.size] = np.where(f.const == LIVE, 0, f.const)
+    live = s.live
     sub = replace(f, bias=f.bias[live], mult=f.mult[live], e=f.e[live], w=f.w[live], const=None)
-    return np.concatenate([row, pack_gemm_blob(sub.w, sub, mode, live) if live.size else np.zeros(0, np.int8)])
+    return np.concatenate([s.row_padded(4), pack_gemm_blob(sub.w, sub, mode, live) if live.size
+                           else np.zeros(0, np.int8)])
+
+
+@dataclass(frozen=True)
+class ConstantSplit:
+    """The output channels of a layer split by constant_channels, for the sparse kernels of every ISA
+    (dsp, helium, neon conv2d_1x1 *_sparse): live (int64, ascending: the channels computed, their
+    order kept) and row (int8 [O]: each constant channel's value, 0 at live channels)."""
+
+    live: np.ndarray
+    row: np.ndarray
+
+    def row_padded(self, multiple: int) -> np.ndarray:
+        """row zero-padded to a multiple of `multiple` bytes (int8)."""
+        out = np.zeros(-(-self.row.size // multiple) * multiple, np.int8)
+        out[:self.row.size] = self.row
+        return out
+
+    def skipped(self, k: int, has_bias: bool) -> tuple[int, int]:
+        """(int8 weight bytes, int32 bias bytes) of the model's parameters a sparse kernel does not
+        store: the dead rows of K weights and their biases (CArg.skipped -> weights_skipped_bytes)."""
+        dead = self.row.size - self.live.size
+        return dead * int(k), 4 * dead * bool(has_bias)
+
+
+def split_constants(const: np.ndarray | None) -> ConstantSplit | None:
+    """const (constant_channels: per channel its int8 output, LIVE when it depends on the input) as a
+    ConstantSplit; None when no channel is constant (the dense kernel then: such layers emit the C
+    they emitted before the sparse kernels existed)."""
+    if const is None or not np.any(const != LIVE):
+        return None
+    return ConstantSplit(np.flatnonzero(const == LIVE), np.where(const == LIVE, 0, const).astype(np.int8))
+
+
+def layer_constants(w2d: np.ndarray, bias: np.ndarray | None, input_offset: int, mult, shift, output_offset: int,
+                    act_range: tuple[int, int]) -> np.ndarray:
+    """constant_channels of a layer given as the model has it (bias not folded; mult / shift per channel
+    or per tensor): the input zero point folded into the bias, a multiplier-0 channel's bias zeroed (its
+    output is the zero point, clamped, whatever it accumulates). int64 [O]."""
+    o = w2d.shape[0]
+    mult = np.broadcast_to(np.asarray(mult, np.int64).reshape(-1), (o,))
+    shift = np.broadcast_to(np.asarray(shift, np.int64).reshape(-1), (o,))
+    b = np.where(mult != 0, fold_bias(w2d, bias, input_offset), 0)
+    return constant_channels(w2d, b, mult, shift, output_offset, act_range)
 
 
 def fc_blocks(k: int) -> int:
@@ -221,7 +266,7 @@ def fold_layer(w2d: np.ndarray, bias: np.ndarray | None, input_offset: int, mult
     over = 2 * bound + 512 >= INT32_LIMIT
     # exact over raw int8 inputs (never calibration data); a multiplier-0 channel's zeroed bias keeps
     # its proof exact (its output is the zero point, clamped, whatever it accumulates)
-    const = constant_channels(w2d, b, mult, shift, output_offset, act_range) if constants else None
+    const = layer_constants(w2d, bias, input_offset, mult, shift, output_offset, act_range) if constants else None
     if np.any(over) and constants:
         c = const[over]
         if np.any(c == LIVE):
