@@ -58,8 +58,8 @@ NOTE = (
     "Instructions are exact retired guest instructions of one call of `ecc_model_run` on sample 0 "
     "(the unprofiled run between two markers), counted by edgecc's QEMU TCG plugin; QEMU has no cycle "
     "model, so they are not cycles (`est. cycles` is the plugin's instruction classes times the board's "
-    "published timing tables: an estimate without pipeline or memory model). The TFLM figures are from "
-    "issue 6: TensorFlow Lite Micro's Invoke() on one input on the same QEMU boards (-O2, GCC 12), with "
+    "published timing tables: an estimate without pipeline or memory model). The TFLM figures are not "
+    "re-measured by this script: they are the ones given in issue 6, TensorFlow Lite Micro's Invoke() on one input on the same QEMU boards (-O2, GCC 12), with "
     "CMSIS-NN kernels, or with TFLM's reference kernels (the bar of `portable`, measured on the M4 only). "
     "`auto` = the board's kernel preference (dsp on the M4, helium > dsp on the M55, neon on AArch64); "
     "`portable` = `kernels: portable`, the same build with portable C kernels only. MACs/instr per op kind "
@@ -243,8 +243,8 @@ def readme_table(doc: dict[str, Any]) -> str:
     ok = all(r.get("bit_exact") and r.get("tflm_bit_exact") for r in doc["rows"])
     out += ["", f"Exact instructions per inference (sample 0) of the int8 .tflite models with their own quantization, "
             f"{'every run bit-exact with our interpreter and TFLM' if ok else 'NOT every run bit-exact: see the details'}; "
-            "(0.50 x TFLM) = our instructions over TensorFlow Lite Micro + CMSIS-NN's on the same QEMU board (issue 6: "
-            "bar 0.75, aim 0.5), TFLM ref. = TFLM's reference kernels. Measured at "
+            "(0.50 x TFLM) = our instructions over TensorFlow Lite Micro + CMSIS-NN's on the same QEMU board as given "
+            "in issue 6 (not re-measured here; bar 0.75, aim 0.5), TFLM ref. = TFLM's reference kernels. Measured at "
             f"{doc['header']['edgecc']['git_commit'][:12]}{' (work tree)' if doc['header']['edgecc']['worktree_dirty'] else ''}; "
             "details, MACs per instruction per op kind, flash and arena: "
             "[`bench/results/mlperf_int8.md`](bench/results/mlperf_int8.md)."]

@@ -27,25 +27,36 @@ class CompareError(Exception):
 
 
 def _fraction(text: str) -> float:
+    """'5%' -> 0.05, '0.05' -> 0.05, '0' -> 0. A bare number of 1 or more is refused: `5` could
+    mean 5% or 500%, and `1` 1% or 100%, so it needs its % sign."""
     m = _PCT_RE.match(text)
     if not m:
-        raise CompareError(f"--max-regression: {text!r} is not a percentage like 5% or a fraction like 0.05")
+        raise CompareError(f"--max-regression: {text.strip()!r} is not a percentage like 5% or a fraction like 0.05")
     v = float(m[1])
+    if not m[2] and v >= 1:
+        raise CompareError(f"--max-regression: {text.strip()!r} is ambiguous (a percentage or a fraction?); "
+                           f"write {m[1]}% or a fraction below 1 such as 0.05")
     return v / 100 if m[2] else v
 
 
 def parse_budget(text: str | None) -> dict[str, float]:
-    """'5%' or '0.05' for all three, or 'cost=5%,arena=0,flash=1%' (unnamed ones stay at 5%)."""
+    """'5%' or '0.05' for all three, or 'cost=5%,arena=0,flash=1%' (unnamed ones stay at 5%).
+    Fractions of the baseline; CompareError on a malformed, ambiguous or repeated value."""
     budget = dict.fromkeys(GATED, DEFAULT_BUDGET)
     if text is None:
         return budget
     if "=" not in text:
         return dict.fromkeys(GATED, _fraction(text))
+    seen: set[str] = set()
     for part in text.split(","):
         key, _, value = part.partition("=")
-        if key.strip() not in GATED:
-            raise CompareError(f"--max-regression: unknown metric {key.strip()!r}; use cost, arena or flash")
-        budget[key.strip()] = _fraction(value)
+        key = key.strip()
+        if key not in GATED:
+            raise CompareError(f"--max-regression: unknown metric {key!r}; use cost, arena or flash")
+        if key in seen:
+            raise CompareError(f"--max-regression: {key} is given twice in {text!r}; give each metric once")
+        seen.add(key)
+        budget[key] = _fraction(value)
     return budget
 
 
@@ -100,6 +111,8 @@ def compare(a: dict[str, Any], b: dict[str, Any], budget: dict[str, float], forc
     if a["board"] != b["board"] or a["cost_unit"] != b["cost_unit"]:
         c.notes.append(f"forced: comparing {a['board']} ({a['cost_unit']}) with {b['board']} ({b['cost_unit']})")
     unit = a["cost_unit"] or "-"
+    if (b["cost_unit"] or "-") != unit:  # forced across units: each side keeps its own
+        unit = f"{unit} -> {b['cost_unit'] or '-'}"
     va, vb = a.get("verification") or {}, b.get("verification") or {}
     rows = [("cost", "total cost", unit, a["total_cost"], b["total_cost"]),
             ("arena", "arena", "bytes", a["arena_bytes"], b["arena_bytes"]),
@@ -118,7 +131,7 @@ def compare(a: dict[str, Any], b: dict[str, Any], budget: dict[str, float], forc
                 c.failures.append(f"{label}: not measured in {'A' if x is None else 'B'}, cannot check the budget")
             elif rel > budget[key] + 1e-12:
                 row["exceeded"] = True
-                c.failures.append(f"{label} {x:,.6g} -> {y:,.6g} {u} ({rel:+.1%}) exceeds the {budget[key]:.1%} budget")
+                c.failures.append(f"{label} {_sides(x, y, u)} ({rel:+.1%}) exceeds the {budget[key]:.1%} budget")
         c.totals.append(row)
     by_name = {o["name"]: o for o in b["ops"]}
     for o in a["ops"]:
@@ -126,6 +139,12 @@ def compare(a: dict[str, Any], b: dict[str, Any], budget: dict[str, float], forc
         c.ops.append(_op_row(o, p))
     c.ops += [_op_row(None, p) for p in b["ops"] if p["name"] in by_name]
     return c
+
+
+def _sides(x: float, y: float, unit: str) -> str:
+    """'A -> B unit', or 'A unit_a -> B unit_b' when the units differ (a forced comparison)."""
+    ua, _, ub = unit.partition(" -> ")
+    return f"{x:,.6g} {ua} -> {y:,.6g} {ub}" if ub else f"{x:,.6g} -> {y:,.6g} {unit}"
 
 
 def _op_row(x: dict[str, Any] | None, y: dict[str, Any] | None) -> dict[str, Any]:
@@ -155,9 +174,11 @@ def print_comparison(c: Comparison, a_path: str, b_path: str) -> None:
     from rich.table import Table
 
     console = Console(width=max(100, Console().width))
-    unit = c.a["cost_unit"] or "-"
+    unit = next(t["unit"] for t in c.totals if t["metric"] == "cost")  # "us -> instructions" when forced
     d = 0 if unit in ("instructions", "cycles") else 2
-    ops = Table(title=f"per op: A = {a_path}, B = {b_path} (cost in {unit}; live arena in bytes; SQNR cumulative "
+    ua, _, ub = unit.partition(" -> ")
+    units = f"cost A in {ua}, cost B in {ub}" if ub else f"cost in {unit}"
+    ops = Table(title=f"per op: A = {a_path}, B = {b_path} ({units}; live arena in bytes; SQNR cumulative "
                       "in dB)", box=box.SIMPLE_HEAD, collapse_padding=True, pad_edge=False, title_justify="left")
     for h in ("op", "cost A", "cost B", "Δ cost", "live A", "live B", "SQNR A", "SQNR B", "Δ dB"):
         ops.add_column(h, justify="left" if h == "op" else "right", no_wrap=True, max_width=34 if h == "op" else None,

@@ -200,6 +200,18 @@ def _arena_line(arena: int, m: dict[str, Any]) -> str:
     return f"arena {arena:,} B {gap}{vs}; naive {m['naive_bytes']:,} B; planner {m['planner']}"
 
 
+def library_ram_lines(m: dict[str, Any]) -> list[str]:
+    """The RAM to reserve for OUT/lib in a user's firmware (memory.library_ram_bytes), in words;
+    [] for reports made before the field existed."""
+    if m.get("library_ram_bytes") is None:
+        return []
+    total, arena, stack = m["library_ram_bytes"], m["arena_bytes"], m.get("lib_stack_bytes") or 0
+    how = f"stack {stack:,} by -fstack-usage" if m.get("library_ram_stack_figure") == "fstack_usage" \
+        else "stack not measured"
+    return [f"model library RAM to reserve {total:,} B (arena {arena:,} + data and bss {total - arena - stack:,} "
+            f"+ {how}; what OUT/lib needs in your firmware)"]
+
+
 def worst_line(report: dict[str, Any]) -> str | None:
     """The op with the largest isolated error, in words (None without numerics)."""
     w = (report.get("numerics") or {}).get("worst_isolated_op")
@@ -217,6 +229,7 @@ def summary_lines(report: dict[str, Any]) -> list[str]:
     lines = [
         (f"board {report['board']}: total {_fmt(report['total_cost'], _cost_digits(report))} {unit} "
          f"per inference ({report['cost_note']})"),
+        *library_ram_lines(m),
         _arena_line(report["arena_bytes"], m),
         (f"flash {report['flash_bytes']:,} B (model library: text {s['text']:,} + rodata {s['rodata']:,} + weights "
          f"{s['weights']:,} + data {s['data']:,}); RAM {report.get('ram_bytes', report['arena_bytes']):,} B "
@@ -226,7 +239,8 @@ def summary_lines(report: dict[str, Any]) -> list[str]:
         lines.append(flash_line(report))
     if m.get("ram_total_bytes") is not None:
         stack = m.get("lib_stack_bytes")
-        lines.append(f"RAM total to reserve {m['ram_total_bytes']:,} B (arena + data + bss + the board's stack and heap)"
+        lines.append(f"test firmware RAM total {m['ram_total_bytes']:,} B (harness included: arena + data + bss + "
+                     "the board's stack and heap)"
                      + (f"; the model library's stack need {stack:,} B (-fstack-usage)" if stack is not None else ""))
         if m.get("stack_high_water_bytes") is not None:
             lines[-1] += (f"; stack high-water mark {m['stack_high_water_bytes']:,} B of the board's "

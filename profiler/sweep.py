@@ -1,4 +1,4 @@
-"""A sweep over boards (`edgecc run ... --board a,b,c` or `--board all`): OUT/summary.json (schema:
+"""A sweep over boards (`edgecc run|build ... --board a,b,c` or `--board all`): OUT/summary.json (schema:
 summary.schema.json beside this file) and the side-by-side terminal table (one column per board:
 status, total cost, MACs per cost unit, arena, flash, RAM, SQNR, then the cost of every op, matched by name).
 
@@ -31,6 +31,17 @@ def board_entry(board: str, exit_code: int, report: dict[str, Any] | None, error
             "macs_per_cost": macs / total if total else None, "arena_bytes": report["arena_bytes"],
             "flash_bytes": report["flash_bytes"], "ram_bytes": report.get("ram_bytes"),
             "bit_exact": v.get("bit_exact"), "sqnr_db": v.get("sqnr_db")}
+
+
+def build_entry(board: str, build: Any) -> dict[str, Any]:
+    """summary.json's entry for one board of `edgecc build` (a toolchain.pipeline.Build; nothing ran):
+    status built, the planned arena and the library's flash and RAM in bytes (as report.json counts
+    them), every measured field null."""
+    lib = build.firmware.lib
+    return {"board": board, "status": "built", "exit_code": 0, "error": None, "report": None,
+            "cost_unit": None, "total_cost": None, "macs": None, "macs_per_cost": None,
+            "arena_bytes": build.plan.arena_bytes, "flash_bytes": lib.text + lib.rodata + lib.weights + lib.data,
+            "ram_bytes": build.plan.arena_bytes + lib.data + lib.bss, "bit_exact": None, "sqnr_db": None}
 
 
 def summary(model: str, entries: list[dict[str, Any]]) -> dict[str, Any]:

@@ -185,6 +185,12 @@ def build_firmware(
         *(f"-D{d}" for d in defines),
         *(f"-I{Path(d).resolve()}" for d in (*include_dirs, SUPPORT_INCLUDE)),
     ]
+    if out_dir.parent != out_dir.parent.parent:
+        # The CLI builds in a temporary folder (lib/ and fw/ side by side) renamed to OUT at the end;
+        # debug info and __FILE__ would name that deleted folder. Mapped to ".", the ELF names
+        # ./lib/... and ./fw/... relative to OUT: the same bytes wherever OUT is, and a debugger
+        # started in OUT finds the sources.
+        prefix.append(f"-ffile-prefix-map={out_dir.parent}=.")
     if shutil.which(target.compiler) is None:
         raise BuildError(f"board '{target.name}': compiler '{target.compiler}' not found on PATH")
 

@@ -1,7 +1,8 @@
 """The `edgecc` command line: parses arguments, calls the pipeline and the runner, prints.
 
   edgecc run   [CONFIG.yaml] [--model PATH] [--board NAME[,NAME...]|all] [--calibration DATA] [--verify DATA]
-               [--out DIR] [--repeat N] [--warmup N] [--kernels auto|portable] [--quiet]
+               [--out DIR] [--repeat N] [--warmup N] [--optimize speed|ram] [--kernels auto|portable]
+               [--debug-guards] [--quiet]
   edgecc build [CONFIG.yaml] [same flags]          write OUT/lib and OUT/fw without running
   edgecc compare A/report.json B/report.json [--max-regression 5%] [--force]
   edgecc boards                                    list the boards of boards.yaml
@@ -10,12 +11,14 @@
 Exit status: 0 pass; 1 verification mismatch (complete OUT written) or, for compare, a budget
 exceeded; 2 bad input or usage (nothing written); 3 guest fault or timeout (complete OUT with the
 log and the running op). A sweep over several boards writes OUT/<board>/ each and OUT/summary.json
-and exits with the worst board's status (3 > 2 > 1 > 0).
-Everything is built in a temporary folder beside OUT and renamed into place at the end.
+and exits with the worst board's status (3 > 2 > 1 > 0); a build sweep writes the summary too.
+Everything is built in a temporary folder beside OUT and renamed into place at the end; an existing
+OUT is replaced only if edgecc wrote it (marker OUT/.edgecc) or it is empty.
 """
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import sys
 import tempfile
@@ -54,6 +57,8 @@ def _parser() -> argparse.ArgumentParser:
         s.add_argument("--warmup", type=int, metavar="N", help="untimed runs of sample 0 before them (default 1)")
         s.add_argument("--debug-guards", action="store_true", default=None,
                        help="debug build: guard bytes after every arena buffer, checked after every op")
+        s.add_argument("--layout", type=str.upper, choices=("NHWC", "NCHW"),
+                       help="layout of 4-D DATA (YAML preprocess.layout; default NHWC, or the model's own when only that fits)")
         s.add_argument("--quiet", action="store_true", help="no table and no progress, only errors and the final line")
     c = sub.add_parser("compare", help="per-op and total deltas of two report.json; non-zero exit over budget")
     c.add_argument("a", type=Path, help="baseline report.json")
@@ -78,16 +83,91 @@ def _boards() -> int:
     return 0
 
 
+MARKER = ".edgecc"  # in every OUT: edgecc replaces a folder as a whole only if it wrote it
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)  # the only way to read it is to set it; put it straight back
+    os.umask(mask)
+    return mask
+
+
 def _finalize(tmp: Path, out: Path) -> None:
-    """Move the finished build into OUT, replacing a previous one."""
-    if out.exists():
-        old = out.with_name(f".{out.name}.old")
-        shutil.rmtree(old, ignore_errors=True)
-        out.rename(old)
-        tmp.rename(out)
-        shutil.rmtree(old, ignore_errors=True)
-    else:
-        tmp.rename(out)
+    """Mark the finished build as edgecc's, move it into OUT (replacing a previous edgecc OUT,
+    checked by `_check_out`) and give OUT the mode of a folder made under the user's umask
+    (mkdtemp makes it 0700)."""
+    from toolchain import __version__
+
+    (tmp / MARKER).write_text(f"written by edgecc {__version__}; the next job into this folder replaces it "
+                              "as a whole\n", encoding="utf-8")
+    try:
+        if out.exists():
+            old = out.with_name(f".{out.name}.old")
+            shutil.rmtree(old, ignore_errors=True)
+            out.rename(old)
+            tmp.rename(out)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            tmp.rename(out)
+        os.chmod(out, 0o777 & ~_umask())
+    except OSError as e:
+        raise InputError(f"{out}: cannot move the finished build into place ({e.strerror or e}); "
+                         "check the folder's permissions or choose another --out") from None
+
+
+def _older_out(folder: Path) -> bool:
+    """An OUT of an edgecc from before the marker: one board's (report.json or fw/firmware.elf beside
+    lib/model.h) or a sweep's (summary.json and such board folders)."""
+    if (folder / "lib" / "model.h").is_file():
+        return (folder / "report.json").is_file() or (folder / "fw" / "firmware.elf").is_file()
+    entries = list(folder.iterdir())
+    boards = [e for e in entries if e.name != "summary.json"]
+    return bool(boards) and all(e.is_dir() and (e / "lib" / "model.h").is_file() for e in boards)
+
+
+def _check_out(out: Path, inputs: list[Path]) -> None:
+    """Refuse (InputError, before anything is written) an OUT that edgecc must not replace: a file,
+    a path under a file, a folder holding one of the job's inputs, or a non-empty folder edgecc did
+    not write (`--out .` or `--out` naming the model's folder would otherwise be deleted)."""
+    above = next(p for p in (out, *out.parents) if p.exists() or p == p.parent)
+    if above != out and not above.is_dir():
+        raise InputError(f"{out}: {above} is a file, not a folder; choose another --out")
+    if not out.exists():
+        return
+    if not out.is_dir():
+        raise InputError(f"{out}: the output path exists and is not a folder; choose another --out")
+    for p in inputs:
+        if out == p.resolve() or out in p.resolve().parents:
+            raise InputError(f"{out}: the output folder holds the input {p}, and edgecc replaces OUT as a whole; "
+                             "choose another --out")
+    try:
+        ours = (out / MARKER).is_file() or not any(out.iterdir()) or _older_out(out)
+    except OSError as e:
+        raise InputError(f"{out}: cannot read the output folder ({e.strerror}); choose another --out") from None
+    if not ours:
+        raise InputError(f"{out}: the folder exists, is not empty and was not written by edgecc, which replaces "
+                         "OUT as a whole; choose a new or empty --out (nothing was changed)")
+
+
+def _make_tmp(out: Path) -> tuple[Path, list[Path]]:
+    """The temporary build folder beside OUT (same filesystem: the final rename is atomic) and the
+    parent folders created for it, deepest first (removed again if the job fails on bad input)."""
+    created = [p for p in out.parents if not p.exists()]
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        return Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent)), created
+    except OSError as e:
+        _remove_empty(created)
+        raise InputError(f"{out}: cannot create the output folder there ({e.strerror or e}); "
+                         "choose a writable --out") from None
+
+
+def _remove_empty(folders: list[Path]) -> None:
+    for f in folders:  # deepest first; stop at the first that is not empty
+        try:
+            f.rmdir()
+        except OSError:
+            return
 
 
 def _targets(spec: str) -> list[Target]:
@@ -115,18 +195,24 @@ def _job(args: argparse.Namespace) -> int:
                                     "verify": args.verify, "out": args.out, "repeats": args.repeat,
                                     "warmup": args.warmup, "optimize": args.optimize, "debug_guards": args.debug_guards,
                                     "kernels": args.kernels})
+    if args.layout:  # the data's layout (preprocess.layout), over the YAML's
+        from dataclasses import replace
+        cfg = replace(cfg, preprocess=replace(cfg.preprocess, layout=args.layout))
     targets = _targets(cfg.board)
     out = cfg.out.resolve()
-    if out.exists() and not out.is_dir():
-        raise InputError(f"{out}: the output path exists and is not a folder; choose another --out")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
+    _check_out(out, [p for p in (cfg.source, cfg.model, cfg.calibration, cfg.verify) if p is not None])
+    tmp, created = _make_tmp(out)
     try:
         with progress.shown(progress.wanted(args.quiet)):  # nothing else prints while the bars are live
             job = _one if len(targets) == 1 else _sweep
             code, show = job(args, cfg, targets, tmp, out)
         show()
         return code
+    except EdgeccError:
+        if not out.exists():  # bad input: leave no trace, not even the parents made for the temp folder
+            shutil.rmtree(tmp, ignore_errors=True)
+            _remove_empty(created)
+        raise
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
@@ -158,9 +244,24 @@ def _one(args: argparse.Namespace, cfg: Config, targets: list[Target], tmp: Path
     def show() -> None:
         if not args.quiet:
             print_table(outcome.report)
-        print(f"edgecc: {VERDICTS[outcome.exit_code]}: report in {out}/report.json (also .md, .csv, .html)")
+        tflm = _tflm_differs(outcome.report)
+        print(f"edgecc: {VERDICTS[outcome.exit_code]}: {tflm + '; ' if tflm else ''}"
+              f"report in {out}/report.json (also .md, .csv, .html)")
 
     return outcome.exit_code, show
+
+
+def _tflm_differs(report: dict) -> str | None:
+    """'TFLM differs ... at op k (name, type)' when a .tflite run's outputs differ from TFLM's
+    (verification.tflm_bit_exact false; the runner makes that a mismatch), else None."""
+    v = report.get("verification") or {}
+    if v.get("tflm_bit_exact") is not False:
+        return None
+    first = (v.get("tflm") or {}).get("first_difference") or {}
+    if "op_index" in first:
+        return (f"TFLM differs from the board's outputs, first at op {first['op_index']} ({first['name']}, "
+                f"{first['op_type']}, max {first['max_abs_diff']:g} LSB)")
+    return f"TFLM differs from the board's outputs ({first.get('note') or first.get('error') or 'op not located'})"
 
 
 def _sweep(args: argparse.Namespace, cfg: Config, targets: list[Target], tmp: Path,
@@ -168,7 +269,7 @@ def _sweep(args: argparse.Namespace, cfg: Config, targets: list[Target], tmp: Pa
     """Several boards: the model is imported and quantized once, then built (and run) per board
     into OUT/<board>/; a board that fails to build is recorded and the sweep goes on."""
     from profiler.outputs import write_outputs
-    from profiler.sweep import board_entry, print_sweep, summary, write_summary
+    from profiler.sweep import board_entry, build_entry, print_sweep, summary, write_summary
     from targets import TargetError
     from toolchain.pipeline import compile_model, import_model
     from toolchain.progress import step
@@ -188,14 +289,13 @@ def _sweep(args: argparse.Namespace, cfg: Config, targets: list[Target], tmp: Pa
                         outcome = run_and_verify(build)
                     write_outputs(outcome.report, sub)
                     reports[target.name] = outcome.report
-                entries.append(board_entry(target.name, outcome.exit_code if args.cmd == "run" else 0,
-                                           reports.get(target.name)))
+                entries.append(board_entry(target.name, outcome.exit_code, reports[target.name])
+                               if args.cmd == "run" else build_entry(target.name, build))
             except (EdgeccError, TargetError) as e:
                 entries.append(board_entry(target.name, getattr(e, "exit_code", 2), None, str(e)))
             advance(1)
     doc = summary(str(cfg.model), entries)
-    if args.cmd == "run":
-        write_summary(doc, tmp / "summary.json")
+    write_summary(doc, tmp / "summary.json")  # build too: which boards built, with arena and flash
     _finalize(tmp, out)
 
     def show() -> None:
@@ -207,9 +307,11 @@ def _sweep(args: argparse.Namespace, cfg: Config, targets: list[Target], tmp: Pa
                                                    f"wrote {out}/{e['board']}/lib and fw/firmware.elf"))
             else:
                 where = e["error"] or f"{out}/{e['board']}/report.json"
+                tflm = _tflm_differs(reports.get(e["board"]) or {})
+                where = f"{tflm}; {where}" if tflm else where
                 print(f"edgecc: {e['board']}: {VERDICTS[e['exit_code']]}: {where}")
-        if args.cmd == "run":
-            print(f"edgecc: {VERDICTS[doc['exit_code']]} (worst of {len(entries)} boards): summary in {out}/summary.json")
+        verdict = VERDICTS[doc["exit_code"]] if args.cmd == "run" or doc["exit_code"] else "BUILT"
+        print(f"edgecc: {verdict} (worst of {len(entries)} boards): summary in {out}/summary.json")
 
     return doc["exit_code"], show
 

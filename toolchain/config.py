@@ -4,6 +4,7 @@ YAML file, flag paths to the current directory). Every error is one InputError l
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,55 @@ import yaml
 from toolchain.errors import InputError
 
 PREPROCESS_KEYS = {"cast", "resize", "scale", "mean", "std", "channel_order", "layout"}
+# The flag that sets each key from the command line (errors blame the flag, not the YAML).
+FLAGS = {"board": "--board", "repeats": "--repeat", "warmup": "--warmup", "optimize": "--optimize",
+         "debug_guards": "--debug-guards", "kernels": "--kernels"}
+# Strict value checks per key: YAML has no schema, and Python's int()/float()/bool() would turn
+# `repeats: 2.7` into 2, `profile: "false"` into True and `min_top1_agreement: 97` into a gate
+# that can never pass, so each kind is checked as written.
+_STRS = ("board", "weights_section")
+_CHOICES = {"calibration_method": ("mse", "minmax"), "rounding": ("tflm", "onnx"), "optimize": ("speed", "ram"),
+            "kernels": ("auto", "portable")}
+_INTS = {"repeats": (1, 1000), "warmup": (0, 1000), "batch": (1, 4096)}
+_FLOATS = {"min_top1_agreement": (0.0, 1.0), "min_sqnr_db": (-math.inf, math.inf)}
+_BOOLS = ("profile", "debug_guards")
+# weights_section is pasted into C (__attribute__((section(...)))) and the linker script: a plain
+# section name only, no quotes, spaces or escapes.
+SECTION_RE = re.compile(r"^\.?[A-Za-z_][A-Za-z0-9_.$]*$")
+
+
+def _checked(key: str, value: Any, where: str) -> Any:
+    """`value` of config key `key` if it has the key's type and range, else InputError naming
+    `where` (the YAML file or the flag), the key, the value and what is expected."""
+    def bad(expected: str) -> InputError:
+        return InputError(f"{where}: `{key}` must be {expected}, not {value!r}")
+
+    if key in _BOOLS:
+        if not isinstance(value, bool):
+            raise bad("true or false")
+        return value
+    if key in _INTS:
+        lo, hi = _INTS[key]
+        if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
+            raise bad(f"an integer between {lo} and {hi}")
+        return value
+    if key in _FLOATS:
+        lo, hi = _FLOATS[key]
+        what = "a fraction between 0 and 1 (0.97 means 97%)" if hi == 1.0 else "a finite number"
+        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) \
+                or not lo <= value <= hi:
+            raise bad(what)
+        return float(value)
+    if key in _CHOICES:
+        allowed = _CHOICES[key]
+        if not isinstance(value, str) or value not in allowed:
+            raise InputError(f"{where}: {key} must be {' or '.join(allowed)}, not {value!r}")
+        return value
+    if not isinstance(value, str) or not value.strip():
+        raise bad("a non-empty string")
+    if key == "weights_section" and not SECTION_RE.match(value):
+        raise bad("a linker section name such as .weights (letters, digits, _ . $)")
+    return value
 
 
 @dataclass(frozen=True)
@@ -26,7 +76,7 @@ class Preprocess:
     mean: tuple[float, ...] = ()
     std: tuple[float, ...] = ()
     channel_order: str = "RGB"
-    layout: str = "NHWC"
+    layout: str | None = None  # the data's layout; None: NHWC, or the model's own when only that fits
 
 
 @dataclass(frozen=True)
@@ -128,47 +178,30 @@ def load_config(path: Path | None, overrides: dict[str, Any]) -> Config:
     for key in ("model", "calibration", "verify", "out"):
         if raw.get(key) is not None:
             kw[key] = _path(raw[key], base, key, where)
-    for key in ("board", "weights_section", "calibration_method", "rounding", "optimize", "kernels"):
-        if key in raw:
-            kw[key] = str(raw[key])
-    for key, kind in (("min_top1_agreement", float), ("min_sqnr_db", float), ("repeats", int),
-                      ("warmup", int), ("batch", int)):
-        if raw.get(key) is not None:
-            try:
-                kw[key] = kind(raw[key])
-            except (TypeError, ValueError):
-                raise InputError(f"{where}: `{key}` must be a number, not {raw[key]!r}") from None
-    if "profile" in raw:
-        kw["profile"] = bool(raw["profile"])
-    if "debug_guards" in raw:
-        if not isinstance(raw["debug_guards"], bool):
-            raise InputError(f"{where}: `debug_guards` must be true or false, not {raw['debug_guards']!r}")
-        kw["debug_guards"] = raw["debug_guards"]
+    for key in (*_STRS, *_CHOICES, *_INTS, *_FLOATS, *_BOOLS):
+        if raw.get(key) is not None and overrides.get(key) is None:  # null: the default; a flag wins
+            kw[key] = _checked(key, raw[key], where)
     kw["preprocess"] = _preprocess(raw.get("preprocess"), where)
     if raw.get("input_shapes"):
-        try:
-            kw["input_shapes"] = {str(k): tuple(int(s) for s in v) for k, v in raw["input_shapes"].items()}
-        except (AttributeError, TypeError, ValueError):
-            raise InputError(f"{where}: input_shapes must map input names to lists of integers") from None
+        shapes = raw["input_shapes"]
+        if not isinstance(shapes, dict) or not all(
+                isinstance(v, list) and all(isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in v)
+                for v in shapes.values()):
+            raise InputError(f"{where}: input_shapes must map input names to lists of positive integers, "
+                             f"not {shapes!r}")
+        kw["input_shapes"] = {str(k): tuple(v) for k, v in shapes.items()}
     for key, value in overrides.items():
-        if value is not None:
-            kw[key] = Path(value) if key in ("model", "calibration", "verify", "out") else value
+        if value is None:
+            continue
+        if key in ("model", "calibration", "verify", "out"):
+            kw[key] = Path(value)
+        else:  # a flag's value: blame the flag, not the YAML
+            flag = FLAGS.get(key, f"--{key}")
+            kw[key] = _checked(key, value, f"command line {flag}")
     cfg = Config(**kw)
     if cfg.model is None:
         raise InputError(f"{where}: no model given; pass --model PATH or set `model:` in the YAML")
-    if cfg.calibration_method not in ("mse", "minmax"):
-        raise InputError(f"{where}: calibration_method must be mse or minmax, not {cfg.calibration_method!r}")
-    if cfg.rounding not in ("tflm", "onnx"):
-        raise InputError(f"{where}: rounding must be tflm or onnx, not {cfg.rounding!r}")
-    if cfg.optimize not in ("speed", "ram"):
-        raise InputError(f"{where}: optimize must be speed or ram, not {cfg.optimize!r}")
-    if cfg.kernels not in ("auto", "portable"):
-        raise InputError(f"{where}: kernels must be auto or portable, not {cfg.kernels!r} "
-                         "(YAML `kernels:` or --kernels)")
-    if not 1 <= cfg.repeats <= 1000:
-        raise InputError(f"{where}: repeats must be between 1 and 1000")
-    if not 0 <= cfg.warmup <= 1000:
-        raise InputError(f"{where}: warmup must be between 0 and 1000")
-    if not 1 <= cfg.batch <= 4096:
-        raise InputError(f"{where}: batch must be between 1 and 4096")
+    if cfg.rounding == "onnx" and cfg.model.suffix.lower() == ".tflite":
+        raise InputError(f"{where}: rounding: onnx applies to ONNX models; a .tflite follows TFLite's arithmetic "
+                         f"({cfg.model.name}): remove `rounding: onnx`")
     return cfg

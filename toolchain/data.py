@@ -4,7 +4,13 @@ int8 with the model input's scale and zero point (once, in Python).
 
 Order of preprocessing: cast to float32 (uint8 data included) -> channel order -> x * scale ->
 (x - mean) / std per channel -> the data's layout to the model input's layout (ONNX 4-D inputs
-are NCHW). Images are decoded with Pillow as RGB, HWC, resized first when `resize` is given.
+are NCHW). Images are decoded with Pillow to the model input's channel count (1: grayscale "L",
+3: "RGB"), HWC, resized first when `resize` is given.
+
+Layout when the user does not say (no preprocess.layout, no --layout): NHWC. When that reading does not
+fit the model input but the samples already have the input's own shape (ONNX .npy data in NCHW),
+they are taken as they are; when both fit (C == H == W) the NHWC reading wins (set
+`preprocess.layout` / `--layout` to choose).
 """
 from __future__ import annotations
 
@@ -19,8 +25,16 @@ from toolchain.ir import Graph
 IMAGE_SUFFIXES = {".jpg", ".jpeg", ".png", ".bmp", ".ppm", ".pgm"}
 
 
-def _read_images(folder: Path, pre: Preprocess) -> np.ndarray:
+IMAGE_MODES = {1: "L", 3: "RGB"}  # model input channels -> Pillow decoding mode
+
+
+def _read_images(folder: Path, pre: Preprocess, channels: int = 3) -> np.ndarray:
+    """Every image of `folder` decoded to `channels` channels (1 or 3): uint8 [S, H, W, channels]."""
     from PIL import Image
+
+    if channels not in IMAGE_MODES:
+        raise InputError(f"{folder}: an image folder feeds inputs of 1 (grayscale) or 3 (RGB) channels, the model "
+                         f"input has {channels}; pass a .npy/.npz instead")
 
     files = sorted(p for p in folder.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES)
     if not files:
@@ -28,7 +42,7 @@ def _read_images(folder: Path, pre: Preprocess) -> np.ndarray:
     imgs = []
     for f in files:
         try:
-            img = Image.open(f).convert("RGB")
+            img = Image.open(f).convert(IMAGE_MODES[channels])
         except OSError as e:
             raise InputError(f"{f}: cannot decode image ({e})") from None
         if pre.resize:
@@ -36,17 +50,19 @@ def _read_images(folder: Path, pre: Preprocess) -> np.ndarray:
         imgs.append(np.asarray(img, np.uint8))
     if len({i.shape for i in imgs}) != 1:
         raise InputError(f"{folder}: images differ in size; set preprocess.resize: [H, W]")
-    return np.stack(imgs)  # [S, H, W, 3] NHWC
+    x = np.stack(imgs)
+    return x[..., None] if channels == 1 else x  # [S, H, W, C] NHWC
 
 
-def read_arrays(path: Path, names: tuple[str, ...], pre: Preprocess) -> dict[str, np.ndarray]:
-    """Raw arrays per graph input from a DATA path (no preprocessing yet)."""
+def read_arrays(path: Path, names: tuple[str, ...], pre: Preprocess, channels: int = 3) -> dict[str, np.ndarray]:
+    """Raw arrays per graph input from a DATA path (no preprocessing yet); an image folder is
+    decoded to `channels` channels."""
     if not path.exists():
         raise InputError(f"{path}: no such data file or folder")
     if path.is_dir():
         if len(names) != 1:
             raise InputError(f"{path}: an image folder can feed only a single-input model")
-        return {names[0]: _read_images(path, pre)}
+        return {names[0]: _read_images(path, pre, channels)}
     try:
         loaded = np.load(path, allow_pickle=False)
     except (OSError, ValueError) as e:
@@ -90,7 +106,10 @@ def preprocess(arr: np.ndarray, shape: tuple[int, ...], pre: Preprocess, where: 
         x = x[None]
     if x.ndim != rank + 1:
         raise InputError(f"{where}: data of shape {list(arr.shape)} does not fit input shape {list(shape)}")
-    nhwc_data = rank == 4 and pre.layout == "NHWC"
+    layout = pre.layout or "NHWC"  # None: not set by the user, NHWC unless only the model's own layout fits
+    as_is = rank == 4 and pre.layout is None and layout != model_layout and tuple(x.shape[1:]) == tuple(shape) \
+        and tuple(x.shape[1:]) != _from_nhwc(tuple(x.shape[1:]), model_layout)  # already in the model's layout
+    nhwc_data = rank == 4 and layout == "NHWC" and not as_is
     cax = -1 if nhwc_data or rank != 4 else 2  # channel axis of [S, N, ...]
     if pre.channel_order == "BGR" and rank == 4:
         x = np.flip(x, axis=cax)
@@ -103,22 +122,36 @@ def preprocess(arr: np.ndarray, shape: tuple[int, ...], pre: Preprocess, where: 
             shp = [1] * x.ndim
             shp[cax] = -1
             x = op(x, np.asarray(vals, np.float32).reshape(shp) if len(vals) > 1 else np.float32(vals[0]))
-    if rank == 4 and pre.layout != model_layout:
+    if rank == 4 and layout != model_layout and not as_is:
         x = x.transpose(0, 1, 4, 2, 3) if nhwc_data else x.transpose(0, 1, 3, 4, 2)
     if tuple(x.shape[1:]) != tuple(shape):
         raise InputError(f"{where}: samples have shape {list(x.shape[1:])} after preprocessing, "
-                         f"model input expects {list(shape)} (check preprocess.layout / resize)")
+                         f"model input expects {list(shape)} (check preprocess.layout / --layout / resize)")
     return np.ascontiguousarray(x, np.float32)
+
+
+def _from_nhwc(s: tuple[int, ...], model_layout: str) -> tuple[int, ...]:
+    """A 4-D sample shape read as NHWC, in the model's layout."""
+    return (s[0], s[3], s[1], s[2]) if model_layout == "NCHW" else s
 
 
 def load_data(path: Path, graph: Graph, pre: Preprocess) -> dict[str, np.ndarray]:
     """DATA -> {input name: float32 [S, *shape]} for every graph input of a float graph."""
-    raw = read_arrays(path, graph.inputs, pre)
     layout = graph.meta.get("input_layout", "NCHW")
+    raw = read_arrays(path, graph.inputs, pre, _channels(graph.t(graph.inputs[0]).shape, layout))
     out = {n: preprocess(a, graph.t(n).shape, pre, f"{path} (input {n!r})", layout) for n, a in raw.items()}
     if len({len(v) for v in out.values()}) != 1:
         raise InputError(f"{path}: inputs have different sample counts")
     return out
+
+
+def _channels(shape: tuple[int, ...], layout: str) -> int:
+    """The channel count of a model input (4-D: by its layout; 3-D HWC / CHW by the same rule; else 1)."""
+    if len(shape) == 4:
+        return shape[1] if layout == "NCHW" else shape[3]
+    if len(shape) == 3:
+        return shape[0] if layout == "NCHW" else shape[2]
+    return 1
 
 
 def quantize_inputs(data: dict[str, np.ndarray], graph: Graph) -> dict[str, np.ndarray]:

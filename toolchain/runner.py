@@ -1,8 +1,9 @@
 """Run a built firmware on its board, verify every output bit for bit against the numpy int8
 interpreter, compare with the float model (onnxruntime), and assemble the report.
 
-Exit statuses decided here: 0 pass, 1 verification mismatch or a failed YAML gate
-(min_top1_agreement / min_sqnr_db), 3 guest fault, timeout or crash.
+Exit statuses decided here: 0 pass, 1 verification mismatch (with the interpreter, or for a
+.tflite model under `rounding: tflm` with TFLM) or a failed YAML gate (min_top1_agreement /
+min_sqnr_db), 3 guest fault, timeout or crash.
 """
 from __future__ import annotations
 
@@ -113,7 +114,8 @@ def static_ops(build: Build) -> list[dict[str, Any]]:
 def memory_section(build: Build, stack: tuple[int, int] | None = None) -> dict[str, Any]:
     """report.memory: arena, live-set bound, TFLM's greedy-by-size and the naive sum on the same
     buffers (with debug guards: the guarded buffers, plus the arena's end guard), every buffer's
-    placement, the RAM total, the library's stack need (-fstack-usage) and the firmware's measured
+    placement, the model library's RAM (arena + data + bss + its -fstack-usage stack), the test
+    firmware's RAM total, the library's stack need (-fstack-usage) and the firmware's measured
     stack high-water mark (`stack`: (bytes used, bytes painted) from the run, None if not measured).
     Also draws the timeline as OUT/memory.png."""
     plan = build.plan
@@ -137,7 +139,7 @@ def memory_section(build: Build, stack: tuple[int, int] | None = None) -> dict[s
                              "cost_bytes": plan.arena_bytes - bare_arena}
     fw, mem = build.firmware, build.target.memory
     section["ram_total_bytes"] = (plan.arena_bytes + fw.lib.data + fw.lib.bss
-                                  + mem.stack_size + mem.heap_size)  # what a user must reserve
+                                  + mem.stack_size + mem.heap_size)  # the test firmware's, harness reserves included
     section["ram_total_stack_figure"] = "stack_size"  # the board's reserved stack, not a measured need
     section["stack_size_bytes"] = mem.stack_size
     frames = dict(getattr(fw, "lib_stack", None) or {})
@@ -146,6 +148,11 @@ def memory_section(build: Build, stack: tuple[int, int] | None = None) -> dict[s
         section["lib_stack_bytes"] = top + max(frames.values(), default=0)
     else:
         section["lib_stack_bytes"] = None
+    # What a user linking OUT/lib into their own firmware reserves for the model: no harness, heap
+    # or board stack_size, only the library's own RAM and the stack its calls need (-fstack-usage).
+    section["library_ram_bytes"] = (plan.arena_bytes + fw.lib.data + fw.lib.bss
+                                    + (section["lib_stack_bytes"] or 0))
+    section["library_ram_stack_figure"] = "fstack_usage" if section["lib_stack_bytes"] is not None else "none"
     section["stack_high_water_bytes"] = stack[0] if stack else None  # measured: painted stack, harness included
     section["stack_high_water_board"] = build.target.name if stack else None
     section["stack_painted_bytes"] = stack[1] if stack else None
@@ -254,6 +261,8 @@ def run_and_verify(build: Build) -> Outcome:
         verification.update(tflm_verification(g, Path(cfg.model), q, got))
     if status == "pass" and not verification["bit_exact"]:
         status = "mismatch"
+    if status == "pass" and cfg.rounding == "tflm" and verification.get("tflm_bit_exact") is False:
+        status = "mismatch"  # a .tflite model promises TFLM's arithmetic: differing from TFLM is a failure
     gates = []
     if cfg.min_top1_agreement is not None and (verification["top1_agreement"] or 0) < cfg.min_top1_agreement:
         gates.append(f"top-1 agreement {verification['top1_agreement']:.4f} < {cfg.min_top1_agreement}")

@@ -333,3 +333,180 @@ def test_verification_mismatch_is_exit_1_and_located(edgecc, need_board, monkeyp
         assert (out / rel).is_file(), f"missing OUT/{rel}"
     assert "MISMATCH" in (out / "report.md").read_text()
     assert leftovers(out) == []
+
+
+# --------------------------------------------------------------------------- OUT handling (review findings)
+
+MARKER_NAME = ".edgecc"  # toolchain.cli.MARKER
+REPO_ROOT = DIGITS.parents[1]
+
+def _user_folder(path: Path) -> Path:
+    path.mkdir(parents=True)
+    (path / "thesis.tex").write_text("years of work\n")
+    return path
+
+
+def test_out_naming_a_foreign_folder_is_refused_and_kept(edgecc, tmp_path):
+    """`--out DIR` once renamed DIR away and deleted it: a folder edgecc did not write is refused."""
+    out = _user_folder(tmp_path / "mine")
+    res = edgecc("build", DIGITS_YAML, "--board", "host", "--out", out)
+    assert res.code == 2 and "Traceback" not in res.err, res.err
+    assert len(res.err.strip().splitlines()) == 1 and "mine" in res.err and "not written by edgecc" in res.err
+    assert (out / "thesis.tex").read_text() == "years of work\n"
+    assert leftovers(out) == []
+
+
+def test_out_dot_is_refused_in_a_user_folder(edgecc, tmp_path, monkeypatch):
+    """`--out .` would have wiped the current directory."""
+    here = _user_folder(tmp_path / "work")
+    monkeypatch.chdir(here)
+    res = edgecc("build", DIGITS_YAML, "--board", "host", "--out", ".")
+    assert res.code == 2 and "not written by edgecc" in res.err, res.err
+    assert sorted(p.name for p in here.iterdir()) == ["thesis.tex"]
+
+
+def test_out_holding_the_model_is_refused(edgecc, tmp_path):
+    """`edgecc run ex/pipeline.yaml --out ex` wiped the user's model and data."""
+    ex = tmp_path / "ex"
+    ex.mkdir()
+    for name in ("model.onnx", "calibration.npy"):
+        (ex / name).write_bytes((DIGITS / name).read_bytes())
+    (ex / "pipeline.yaml").write_text("model: model.onnx\ncalibration: calibration.npy\n"
+                                      "preprocess: {scale: 0.0625, layout: NCHW}\n")
+    (ex / MARKER_NAME).write_text("even if marked\n")  # a marker does not make the inputs disposable
+    res = edgecc("build", ex / "pipeline.yaml", "--board", "host", "--out", ex)
+    assert res.code == 2 and "holds the input" in res.err and "Traceback" not in res.err, res.err
+    assert sorted(p.name for p in ex.iterdir()) == [MARKER_NAME, "calibration.npy", "model.onnx", "pipeline.yaml"]
+
+
+
+def test_out_written_by_edgecc_is_marked_replaced_and_umask_honoured(edgecc, need_board, tmp_path):
+    need_board("host")
+    import os
+
+    out = tmp_path / "out"
+    old = os.umask(0o027)
+    try:
+        res = edgecc("build", DIGITS_YAML, "--board", "host", "--out", out, "--quiet")
+    finally:
+        os.umask(old)
+    assert res.code == 0, res.err
+    assert (out / MARKER_NAME).is_file()
+    assert out.stat().st_mode & 0o777 == 0o750  # not mkdtemp's 0700
+    (out / "stale.txt").write_text("from the previous job\n")
+    res = edgecc("build", DIGITS_YAML, "--board", "host", "--out", out, "--quiet")
+    assert res.code == 0, res.err
+    assert not (out / "stale.txt").exists() and (out / "lib" / "model.h").is_file()
+    assert leftovers(out) == []
+
+
+def test_out_of_an_older_edgecc_without_marker_is_replaced(edgecc, need_board, tmp_path):
+    need_board("host")
+    out = tmp_path / "out"
+    (out / "lib").mkdir(parents=True)
+    (out / "lib" / "model.h").write_text("/* old */\n")
+    (out / "report.json").write_text("{}\n")
+    res = edgecc("build", DIGITS_YAML, "--board", "host", "--out", out, "--quiet")
+    assert res.code == 0, res.err
+    assert (out / MARKER_NAME).is_file() and not (out / "report.json").exists()
+    assert "/* old */" not in (out / "lib" / "model.h").read_text()
+
+
+def test_out_under_a_regular_file_is_one_line(edgecc, tmp_path):
+    f = tmp_path / "file"
+    f.write_text("data\n")
+    res = edgecc("build", DIGITS_YAML, "--board", "host", "--out", f / "sub")
+    assert res.code == 2 and "Traceback" not in res.err and res.out == "", res.err
+    lines = res.err.strip().splitlines()
+    assert len(lines) == 1 and f"{f} is a file, not a folder" in lines[0] and "--out" in lines[0], res.err
+    assert f.read_text() == "data\n" and sorted(p.name for p in tmp_path.iterdir()) == ["file"]
+
+
+def test_out_on_a_read_only_filesystem_is_one_line(edgecc, tmp_path, monkeypatch):
+    import errno
+    import tempfile
+
+    def erofs(*a, **kw):
+        raise OSError(errno.EROFS, "Read-only file system")
+
+    monkeypatch.setattr(tempfile, "mkdtemp", erofs)
+    out = tmp_path / "new" / "deeper" / "out"
+    res = edgecc("build", DIGITS_YAML, "--board", "host", "--out", out)
+    assert_rejected(res, out, str(out), "Read-only file system", "--out")
+    assert not (tmp_path / "new").exists(), "the parents made for the temporary folder were left behind"
+
+
+def test_bad_input_leaves_no_parent_folders(edgecc, tmp_path):
+    out = tmp_path / "a" / "b" / "out"
+    res = edgecc("build", "--model", tmp_path / "nope.onnx", "--out", out)
+    assert_rejected(res, out, "nope.onnx")
+    assert not (tmp_path / "a").exists()
+
+
+def test_firmware_elf_is_reproducible_and_names_no_temp_folder(edgecc, need_board, tmp_path):
+    """The DWARF of firmware.elf named the deleted `.OUT.tmp-XXXX` build folder."""
+    need_board("mps2-an386")
+    elves = []
+    for name in ("first", "second"):
+        out = tmp_path / name
+        res = edgecc("build", DIGITS_YAML, "--board", "mps2-an386", "--out", out, "--quiet")
+        assert res.code == 0, res.err
+        elves.append((out / "fw" / "firmware.elf").read_bytes())
+    assert b".first.tmp-" not in elves[0] and b".second.tmp-" not in elves[1]
+    assert elves[0] == elves[1]
+
+
+def test_build_sweep_writes_a_summary(edgecc, need_board, tmp_path):
+    need_board("host")
+    need_board("mps2-an386")
+    out = tmp_path / "out"
+    res = edgecc("build", DIGITS_YAML, "--board", "host,mps2-an386", "--out", out, "--quiet")
+    assert res.code == 0, res.err
+    doc = json.loads((out / "summary.json").read_text())
+    assert [e["board"] for e in doc["boards"]] == ["host", "mps2-an386"]
+    assert doc["exit_code"] == 0 and {e["status"] for e in doc["boards"]} == {"built"}
+    for e in doc["boards"]:
+        assert e["arena_bytes"] > 0 and e["flash_bytes"] > 0 and e["total_cost"] is None
+        assert (out / e["board"] / "lib" / "model.h").is_file()
+    jsonschema = pytest.importorskip("jsonschema")
+    schema = json.loads((Path(__file__).resolve().parents[2] / "profiler" / "summary.schema.json").read_text())
+    jsonschema.validate(doc, schema)
+    assert "summary in" in res.out.strip().splitlines()[-1]
+
+
+def test_repeat_flag_is_blamed_not_the_yaml(edgecc, out):
+    res = edgecc("run", DIGITS_YAML, "--repeat", "0", "--out", out)
+    line = assert_rejected(res, out, "--repeat", "between 1 and 1000", "not 0")
+    assert "pipeline.yaml" not in line
+
+
+def test_tflm_mismatch_fails_the_run(edgecc, need_board, monkeypatch, tmp_path):
+    """A .tflite run whose outputs differ from TFLM used to exit 0 (only recorded in the report)."""
+    need_board("host")
+    import toolchain.runner as runner
+
+    model = REPO_ROOT.parent / "shared" / "models" / "mlperf_tiny" / "ad_autoencoder_int8.tflite"
+    data = REPO_ROOT / "tests" / "models" / "data" / "ad_autoencoder_int8_random.npy"
+    if not model.is_file() or not data.is_file():
+        pytest.skip("the MLPerf Tiny autoencoder is not in ../shared")
+    few = tmp_path / "few.npy"
+    np.save(few, np.load(data)[:2])
+
+    def differs(graph, model_path, inputs, got):
+        node = graph.nodes[1]
+        return {"tflm_bit_exact": False, "tflm": {
+            "reference": "test", "compared": "board outputs", "error": None,
+            "mismatches": {"count": 3, "first_sample": 0, "max_abs_diff": 1.0},
+            "first_difference": {"op_index": 1, "name": node.name, "op_type": node.op.value, "source": None,
+                                 "tensor": node.outputs[0], "sample": 0, "elements": 3, "max_abs_diff": 1.0}}}
+
+    monkeypatch.setattr(runner, "tflm_verification", differs)
+    out = tmp_path / "out"
+    res = edgecc("run", "--model", model, "--verify", few, "--board", "host", "--out", out, "--quiet")
+    assert "Traceback" not in res.err, res.err
+    assert res.code == 1, (res.code, res.err, res.out)
+    last = res.out.strip().splitlines()[-1]
+    assert "FAIL (verification)" in last and "TFLM differs" in last and "at op 1 (" in last, last
+    r = json.loads((out / "report.json").read_text())
+    assert r["status"] == "mismatch" and r["verification"]["bit_exact"] is True
+

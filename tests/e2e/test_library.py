@@ -81,13 +81,13 @@ def test_lib_has_no_mutable_data_but_the_arena(compiled):
             if len(parts) != 3 or not parts[1].isdigit():
                 continue
             name, size = parts[0], int(parts[1])
-            if name == ".arena":
+            if name == ".bss.ecc_arena":
                 arena_seen += size
             elif re.match(r"^\.(data|bss|sdata|sbss|tdata|tbss)\b", name):
-                assert size == 0, f"{obj.name}: mutable section {name} of {size} B (only .arena may hold data)"
+                assert size == 0, f"{obj.name}: mutable section {name} of {size} B (only the arena may hold data)"
         commons = [ln for ln in _sh([nm_tool, obj.name], cwd=lib).splitlines() if re.search(r"\s[Cc]\s", ln)]
         assert commons == [], f"{obj.name}: common symbols {commons}"
-    assert arena_seen == arena, f".arena sections hold {arena_seen} B, model.h says ECC_ARENA_SIZE {arena}"
+    assert arena_seen == arena, f".bss.ecc_arena sections hold {arena_seen} B, model.h says ECC_ARENA_SIZE {arena}"
 
 
 def test_lib_needs_nothing_but_string_h(compiled):
@@ -215,3 +215,44 @@ def test_run_and_build_emit_the_same_library(digits_build, digits_run):
     """Profiling is a compile-time define of the firmware: `run` and `build` ship the same lib/."""
     _assert_same_tree(digits_build("mps2-an386", "a") / "lib", digits_run("mps2-an386").out / "lib",
                       "OUT/lib of build vs run")
+
+
+STOCK_APP = """\
+#include "model.h"
+static int8_t in[ECC_INPUT0_SIZE], out[ECC_OUTPUT0_SIZE];
+int main(void) { return ecc_model_init() | ecc_model_run(in, out); }
+"""
+
+
+def _sections(readelf_out: str) -> dict[str, tuple[str, int, int]]:
+    """name -> (type, address, size) from `readelf -S -W`."""
+    out = {}
+    for m in re.finditer(r"\]\s+(\S+)\s+(\S+)\s+([0-9a-f]{8,})\s+[0-9a-f]+\s+([0-9a-f]+)\s", readelf_out):
+        out[m[1]] = (m[2], int(m[3], 16), int(m[4], 16))
+    return out
+
+
+def test_arena_takes_no_flash_with_a_stock_linker_script(digits_run, tmp_path):
+    """A user's firmware linked with the toolchain's own script (--specs=nosys.specs, no edgecc .ld):
+    the arena's section is NOBITS in model.o, lands in .bss, and the flashable image
+    (objcopy -O binary) ends before it: no zeros stored in flash and copied at start-up."""
+    tools = ("arm-none-eabi-gcc", "arm-none-eabi-readelf", "arm-none-eabi-objcopy", "arm-none-eabi-nm")
+    _tools(*tools)
+    lib = _lib_copy(digits_run("mps2-an386").out / "lib", tmp_path / "lib")
+    arena = int(re.search(r"#define ECC_ARENA_SIZE (\d+)u", (lib / "model.h").read_text()).group(1))
+    (lib / "app.c").write_text(STOCK_APP)
+    _sh(["arm-none-eabi-gcc", *WARN, *M4, "-I.", "-c", "model.c"], cwd=lib)
+    obj = _sections(_sh(["arm-none-eabi-readelf", "-S", "-W", "model.o"], cwd=lib))
+    assert obj[".bss.ecc_arena"][0] == "NOBITS" and obj[".bss.ecc_arena"][2] == arena, obj
+    sources = sorted(p.name for p in lib.glob("*.c"))
+    _sh(["arm-none-eabi-gcc", *WARN, *M4, "--specs=nosys.specs", "-I.", *sources, "-o", "app.elf"], cwd=lib)
+    elf = _sections(_sh(["arm-none-eabi-readelf", "-S", "-W", "app.elf"], cwd=lib))
+    addr = int(next(ln.split()[0] for ln in _sh(["arm-none-eabi-nm", "app.elf"], cwd=lib).splitlines()
+                    if ln.endswith(" ecc_arena")), 16)
+    home = [n for n, (_, a, s) in elf.items() if a <= addr < a + s and n in (".bss", ".data", ".arena")]
+    assert home == [".bss"] and elf[".bss"][0] == "NOBITS", (home, elf)
+    _sh(["arm-none-eabi-objcopy", "-O", "binary", "app.elf", "app.bin"], cwd=lib)
+    image = (lib / "app.bin").stat().st_size
+    start = min(a for t, a, s in elf.values() if t == "PROGBITS" and a and s)
+    # (with the old PROGBITS section ".arena" ld put it after .data: the image grew by the arena's size)
+    assert start + image <= addr, f"the image ({image} B from 0x{start:x}) covers the arena at 0x{addr:x}"

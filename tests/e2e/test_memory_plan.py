@@ -111,8 +111,14 @@ def test_digits_report_ram_total_and_library_stack(digits_run):
     m, s, mem = r["memory"], r["sections"], load_target(BOARD).memory
     assert m["ram_total_bytes"] == m["arena_bytes"] + mem.stack_size + mem.heap_size + s["data"] + s["bss"]
     assert 0 < m["lib_stack_bytes"] < 1024
+    # what OUT/lib alone needs in a user's firmware: no harness heap, no board stack_size
+    assert m["library_ram_stack_figure"] == "fstack_usage"
+    assert m["library_ram_bytes"] == m["arena_bytes"] + s["data"] + s["bss"] + m["lib_stack_bytes"]
+    assert m["library_ram_bytes"] < m["ram_total_bytes"] - mem.heap_size
     md = (job.out / "report.md").read_text()
-    assert f"RAM total to reserve {m['ram_total_bytes']:,} B" in md
+    lib_line = f"model library RAM to reserve {m['library_ram_bytes']:,} B (arena {m['arena_bytes']:,} + "
+    assert lib_line in md and f"test firmware RAM total {m['ram_total_bytes']:,} B (harness included" in md
+    assert md.index(lib_line) < md.index("test firmware RAM total")  # the user's number comes first
 
 
 def _branchy_model(path: Path) -> Path:

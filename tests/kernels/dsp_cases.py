@@ -254,20 +254,32 @@ def constant_weights_bias(rng: np.random.Generator, o: int, kdim: int, const: tu
     return w, bias.astype(np.int32), mult, shift
 
 
+def constant_channel_layers(rng: np.random.Generator, layers, acts, act_range, *, neg128_weight: bool = False):
+    """Yield (tag, x, w, bias, k, y) per 1x1 layer of `layers` (H, W, Cin, Cout, stride, batches, constant
+    channels; the constant ones made by constant_weights_bias) and per (input zp, output zp, act kind) of
+    `acts`: raw int8 x with an extreme first pixel, OHWI weights, conv2d_s8 keyword arguments `k` and the
+    reference output y. act_range(kind, zp) -> (act_min, act_max); neg128_weight: the third act's layers
+    put a -128 weight in their last live row (kernels pairing products in int16 lanes must step aside)."""
+    for i, (h, wd, cin, cout, st, nb, const) in enumerate(layers):
+        for j, (zin, zout, act) in enumerate(acts):
+            x = rng.integers(-128, 128, (nb, h, wd, cin), dtype=np.int8)
+            x[0, 0] = -128 if j % 2 else 127
+            w, bias, mult, shift = constant_weights_bias(rng, cout, cin, const)
+            live = [c for c in range(cout) if c not in const]
+            if neg128_weight and j == 2 and live:
+                w[live[-1], 0] = -128
+            w = w.reshape(cout, 1, 1, cin)
+            lo, hi = act_range(act, zout)
+            out_hw = Window((1, 1), (st, st), (1, 1), (0, 0, 0, 0)).out_hw(h, wd)
+            k = dict(stride=(st, st), pad=(0, 0), dilation=(1, 1), out_hw=out_hw,
+                     input_offset=-zin, output_offset=zout, out_mult=mult, out_shift=shift, act_min=lo, act_max=hi)
+            yield f"const_conv{i}_{j}", x, w, bias, k, conv2d.conv2d_s8(x, w, bias, **k)
+
+
 def constant_channel_cases(rng: np.random.Generator) -> list[Case]:
     """1x1 layers mixing live channels with channels proven constant (CONSTANT_LAYERS), zero points
     -128 and 127, every mode: the sparse entry points (dead channels neither stored nor computed)
     next to the dense ones, both exact against conv2d_s8."""
-    cases: list[Case] = []
-    for i, (h, wd, cin, cout, st, nb, const) in enumerate(CONSTANT_LAYERS):
-        for j, (zin, zout, act) in enumerate(((-128, -128, "relu"), (127, 127, "full"), (-128, 3, "narrow"))):
-            x = rng.integers(-128, 128, (nb, h, wd, cin), dtype=np.int8)
-            x[0, 0] = -128 if j % 2 else 127
-            w, bias, mult, shift = constant_weights_bias(rng, cout, cin, const)
-            w = w.reshape(cout, 1, 1, cin)
-            lo, hi = _act(rng, act, zout)
-            out_hw = Window((1, 1), (st, st), (1, 1), (0, 0, 0, 0)).out_hw(h, wd)
-            k = dict(stride=(st, st), pad=(0, 0), dilation=(1, 1), out_hw=out_hw,
-                     input_offset=-zin, output_offset=zout, out_mult=mult, out_shift=shift, act_min=lo, act_max=hi)
-            cases += conv_cases(f"const_conv{i}_{j}", x, w, bias, k, conv2d.conv2d_s8(x, w, bias, **k))
-    return cases
+    acts = ((-128, -128, "relu"), (127, 127, "full"), (-128, 3, "narrow"))
+    return [c for layer in constant_channel_layers(rng, CONSTANT_LAYERS, acts, lambda a, z: _act(rng, a, z))
+            for c in conv_cases(*layer)]

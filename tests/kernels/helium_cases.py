@@ -38,6 +38,14 @@ def conv_cases(tag: str, x, w, bias, k: dict, expected) -> list[Case]:
         for pointwise in (True, False) for mode in hv.MODES))
 
 
+def sparse_conv_cases(tag: str, x, w, bias, k: dict, expected) -> list[Case]:
+    """The conv2d_1x1_sparse entry points that accept the call (a 1x1 layer with a constant channel)."""
+    return isa_cases.planned_cases(ISA, tag, x, expected, (
+        (function("conv2d", "1x1_sparse", mode),
+         hv.conv_plan(k, x.shape, w, bias, expected.shape, mode=mode, pointwise=True, sparse=True))
+        for mode in hv.MODES))
+
+
 def depthwise_cases(tag: str, x, w, bias, k: dict, expected) -> list[Case]:
     return isa_cases.planned_cases(ISA, tag, x, expected, (
         (function("depthwise_conv2d", "", mode), hv.dw_plan(k, x.shape, w, bias, expected.shape, mode=mode))
@@ -164,4 +172,32 @@ def random_cases(seed: int = 61) -> list[Case]:
         x1 = rng.integers(-128, 128, size, dtype=np.int8)
         x2 = rng.integers(-128, 128, size, dtype=np.int8)
         cases += add_cases(f"rand_add{i}", x1, x2, p, lo, hi, add.add_s8(x1, x2, p, lo, hi))
-    return cases
+    return cases + constant_channel_cases(rng)
+
+
+# (H, W, Cin, Cout, stride, batches, constant channels), the dsp CONSTANT_LAYERS' corners for quads of
+# 16-k chunks: none, all, a single live channel, constants at both ends and adjacent, live counts
+# 1, 3, 5, 7 (quads repeating their last channel), Cin not a multiple of 16 (staged rows), odd pixel
+# counts (the one-row pass), stride 2, a VWW-like layer (most of 64 constant). Small: MVE is slow in QEMU.
+CONSTANT_LAYERS = [
+    (3, 5, 16, 10, 1, 1, ()),
+    (3, 3, 8, 7, 1, 2, tuple(range(7))),
+    (3, 3, 12, 9, 1, 1, (0, 1, 8)),
+    (5, 5, 16, 12, 2, 1, (0, 3, 4, 5, 11)),
+    (3, 3, 4, 5, 1, 2, (0, 1, 2, 4)),
+    (2, 3, 20, 16, 1, 1, tuple(range(1, 15))),
+    (3, 1, 24, 13, 1, 1, (2, 3, 4, 5, 6, 7)),
+    (2, 2, 64, 64, 1, 1, tuple(sorted(set(range(64)) - {2, 3, 17, 30, 31, 32, 50, 63}))),
+]
+
+
+def constant_channel_cases(rng: np.random.Generator) -> list[Case]:
+    """1x1 layers mixing live channels with channels proven constant (CONSTANT_LAYERS, the four kinds of
+    dsp_cases.constant_weights_bias), zero points -128 and 127, both modes: the sparse entry points
+    next to the dense ones, both exact against conv2d_s8 (the sparse ones apply only with a constant
+    channel)."""
+    from dsp_cases import constant_channel_layers
+
+    acts = ((-128, -128, "relu"), (127, 127, "full"))
+    return [c for layer in constant_channel_layers(rng, CONSTANT_LAYERS, acts, lambda a, z: _act(rng, a, z))
+            for c in conv_cases(*layer) + sparse_conv_cases(*layer)]

@@ -43,6 +43,14 @@ def conv_cases(tag: str, x, w, bias, k: dict, expected) -> list[Case]:
         for pointwise in (True, False) for kind in KINDS))
 
 
+def sparse_conv_cases(tag: str, x, w, bias, k: dict, expected) -> list[Case]:
+    """The conv2d_1x1_sparse entry points that accept the call (a 1x1 layer with a constant channel)."""
+    return isa_cases.planned_cases(ISA, tag, x, expected, (
+        (function("conv2d", "1x1_sparse", kind),
+         nv.conv2d_plan(k, x.shape, w, bias, expected.shape, kind=kind, pointwise=True, sparse=True))
+        for kind in KINDS))
+
+
 def depthwise_cases(tag: str, x, w, bias, k: dict, expected) -> list[Case]:
     return isa_cases.planned_cases(ISA, tag, x, expected, (
         (function("depthwise_conv2d", "3x3" if three else "", "pair" if pair else "nopair"),
@@ -202,7 +210,35 @@ def random_cases(seed: int = 61) -> list[Case]:
         if i == 4:
             x1[:], x2[:] = -128, -128
         cases += add_cases(f"rand_add{i}", x1, x2, p, lo, hi, add.add_s8(x1, x2, p, lo, hi))
-    return cases
+    return cases + constant_channel_cases(rng)
+
+
+# (H, W, Cin, Cout, stride, batches, constant channels): the dsp CONSTANT_LAYERS' corners for the
+# 16-channel merge blocks and the SDOT tiles: none, all, a single live channel, constants at both ends
+# and adjacent, odd live counts, out_c not a multiple of 16 (the last block) nor 4, blocks with no
+# live channel, pixel counts not a multiple of 4, stride 2, batches, a VWW-like layer.
+CONSTANT_LAYERS = [
+    (3, 5, 16, 10, 1, 1, ()),
+    (3, 5, 8, 7, 1, 2, tuple(range(7))),
+    (4, 4, 16, 9, 1, 1, (0, 1, 8)),
+    (5, 5, 16, 12, 2, 1, (0, 3, 4, 5, 11)),
+    (3, 3, 8, 5, 1, 2, (0, 1, 2, 4)),
+    (6, 7, 8, 16, 1, 1, tuple(range(1, 15))),
+    (3, 3, 24, 37, 1, 1, tuple(range(0, 20)) + (30, 31, 36)),
+    (3, 4, 64, 64, 1, 1, tuple(sorted(set(range(64)) - {2, 3, 17, 30, 31, 32, 50, 63}))),
+]
+
+
+def constant_channel_cases(rng: np.random.Generator) -> list[Case]:
+    """1x1 layers mixing live channels with channels proven constant (CONSTANT_LAYERS, the four kinds of
+    dsp_cases.constant_weights_bias), zero points -128 and 127 (j 2: a -128 weight in a live row, the
+    pairing entry points must not apply): the sparse entry points next to the dense ones, both exact
+    against conv2d_s8 (the sparse ones apply only with a constant channel)."""
+    from dsp_cases import constant_channel_layers
+
+    acts = ((-128, -128, "relu"), (127, 127, "full"), (5, 3, "narrow"))
+    return [c for layer in constant_channel_layers(rng, CONSTANT_LAYERS, acts, _act, neg128_weight=True)
+            for c in conv_cases(*layer) + sparse_conv_cases(*layer)]
 
 
 # ---- CHWN (batch innermost) kernels and the relayout kernel ----------------------------------------

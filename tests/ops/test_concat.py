@@ -1,6 +1,7 @@
 """Concatenation (ops/concat.py): same-qparams inputs vs TFLM (a copy, through our interpreter and the
-C kernel); inputs with their own qparams requantized to the output's with TFLite's integer Requantize
-(TFLM copies bytes there: BL-25, tested in test_fault_cases_requant.py); ONNX Concat."""
+C kernel); inputs with their own qparams rescaled to the output's by the float32 ratio, rounded exactly
+as the declared mode says (TFLM refuses or copies bytes there: BL-25, tested in
+test_fault_cases_requant.py); ONNX Concat."""
 import numpy as np
 import pytest
 from _onnx_checks import check_float, check_int8, model
@@ -8,7 +9,7 @@ from _op_checks import check_tflm_and_c
 from onnx import helper
 
 from toolchain.ir import QuantParams
-from toolchain.ops.concat import COPY, concat_s8, requant_params
+from toolchain.ops.concat import COPY, concat_params, concat_s8
 from toolchain.ops.registry import OpKind
 
 RNG = np.random.default_rng(11)
@@ -20,7 +21,7 @@ def test_tflm_bit_exact(tflm_cases, portable_lib):
 
 def test_same_qparams_is_a_plain_copy():
     q = QuantParams.per_tensor(0.0627, -3)
-    p = requant_params(q, q)
+    p = concat_params(q, q)
     assert (p[1], p[2]) == COPY and p[0] + p[3] == 0
     x = RNG.integers(-128, 128, (2, 5)).astype(np.int8)
     assert np.array_equal(concat_s8([x, x[:, :2]], 1, [p, p]), np.concatenate([x, x[:, :2]], 1))

@@ -1,10 +1,13 @@
 """Requantization fault cases of ../shared/design/int8-fault-cases.md, each with the right value as the
 assertion plus neighbours: BL-25 (Concat of inputs with different quantization), BL-26 (residual Add
 with different scales), BL-27 (ReLU clamps at the zero point). Values are checked on the numpy
-reference, on the portable C kernels (ctypes) and, for BL-25, against TFLM's QUANTIZE. Rounding:
-TFLM's (gemmlowp double rounding); where a case lists the ORT half-to-even value as well, the test
-says which one we give and why."""
+reference and on the portable C kernels (ctypes). Rounding: TFLM's (gemmlowp double rounding); where a
+case lists the ORT half-to-even value as well, the test says which one we give and why. BL-25 is the
+exception the file itself declares: Concat gives the file's values in both modes (half away under
+`tflm`, half to even under `onnx`), not TFLM's QUANTIZE bytes."""
 from __future__ import annotations
+
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -16,40 +19,83 @@ from toolchain.ir import Node, Tensor
 from toolchain.ops.add import AddAttrs, add_s8
 from toolchain.ops.clamp import ClampAttrs
 from toolchain.ops.common import NO_ACT
-from toolchain.ops.concat import ConcatAttrs, concat_s8, requant_params
+from toolchain.ops.concat import COPY, ConcatAttrs, concat_params, concat_s8, float32_ratio
 from toolchain.ops.fixed_point import add_params
 from toolchain.ops.registry import OpKind
 
 tflm = tflm_oracle("bl25_a", "bl25_b")
 
 
+def _concat_graph(qa, qb, qy, shapes=((4,), (4,), (8,)), axis=0, rounding="tflm"):
+    ts = [Tensor(n, s, I8, q) for n, s, q in zip("aby", shapes, (qa, qb, qy), strict=True)]
+    g = make_graph([Node("c", OpKind.CONCAT, ("a", "b"), ("y",), ConcatAttrs(axis))], ts, ["a", "b"], ["y"])
+    return replace(g, meta={**g.meta, "rounding": rounding})
+
+
 # ---- BL-25: Concat of inputs with different quantization --------------------------------------------
-@pytest.mark.parametrize("f32, want", [(True, [3, -2, 8, 4, 2, 5, 7, 10]), (False, [3, -2, 8, 4, 3, 5, 8, 10])])
-def test_bl25_concat_requantizes_each_input(tflm, portable_lib, f32, want):
-    """a [5, -5, 15, 7] at scale 0.1 and b [1, 2, 3, 4] at 0.5 into scale 0.2, each input requantized
-    with TFLite's integer Requantize (the declared `tflm` rounding). With the float32 scales a model file
-    holds, b's ratio 0.5 / 0.2f is 2.4999999627 < 2.5, so 2.5 -> 2 and 7.5 -> 7, exactly TFLM's QUANTIZE
-    (int8 -> int8) of the same numbers; with exact decimal scales the ties go up (gemmlowp rounds the
-    high multiply toward +inf): [3, -2, 8, 4, 3, 5, 8, 10]. For reference, the fault-case file lists
-    ORT half-to-even [2, -2, 8, 4, 2, 5, 8, 10] and TFLite's float path [3, -3, 8, 4, 3, 5, 8, 10];
-    TFLM's own CONCATENATION would copy the bytes (BL-25, our documented exception)."""
+@pytest.mark.parametrize("f32", [True, False])
+@pytest.mark.parametrize("rounding, want", [("onnx", [2, -2, 8, 4, 2, 5, 8, 10]), ("tflm", [3, -3, 8, 4, 3, 5, 8, 10])])
+def test_bl25_concat_requantizes_each_input(portable_lib, f32, rounding, want):
+    """a [5, -5, 15, 7] at scale 0.1 and b [1, 2, 3, 4] at 0.5 into scale 0.2: the fault-case file's
+    values, ORT half-to-even [2, -2, 8, 4, 2, 5, 8, 10] under `onnx` and half away from zero (TFLite's
+    float path) [3, -3, 8, 4, 3, 5, 8, 10] under `tflm`, on the interpreter and the C kernel. The ratio
+    is divided in float32 (0.5 / 0.2f is exactly 2.5 there, 2.4999999627 in double) and its product
+    rounded exactly in integers, so the ties at +-2.5 and 7.5 are ties, with decimal or float32 scales
+    alike. TFLM is not the oracle (its CONCATENATION refuses or copies; issue 4 takes the file's values)."""
     a, b = np.array([5, -5, 15, 7], np.int8), np.array([1, 2, 3, 4], np.int8)
     sc = (lambda v: float(np.float32(v))) if f32 else float
-    ts = [Tensor("a", (4,), I8, qp(sc(0.1), 0)), Tensor("b", (4,), I8, qp(sc(0.5), 0)), Tensor("y", (8,), I8, qp(sc(0.2), 0))]
-    g = make_graph([Node("c", OpKind.CONCAT, ("a", "b"), ("y",), ConcatAttrs(0))], ts, ["a", "b"], ["y"])
-    got = both(portable_lib, g, {"a": a, "b": b})
-    assert got.tolist() == want
-    if f32:
-        assert got.tolist() == np.concatenate([tflm("bl25_a")[2], tflm("bl25_b")[2]]).tolist()
+    g = _concat_graph(qp(sc(0.1), 0), qp(sc(0.5), 0), qp(sc(0.2), 0), rounding=rounding)
+    assert both(portable_lib, g, {"a": a, "b": b}).tolist() == want
+
+
+def test_bl25_tflm_quantize_differs_from_the_concat_rescale(tflm, portable_lib):
+    """TFLM's int8 -> int8 QUANTIZE of the same numbers (Q31 multiplier of the double ratio, gemmlowp
+    double rounding) gives [3, -2, 8, 4, 2, 5, 7, 10]; our standalone Requantize keeps exactly that under
+    `tflm` (TFLM is its oracle, test_quantize_ops.py) while Concat takes the file's values above."""
+    got = np.concatenate([tflm("bl25_a")[2], tflm("bl25_b")[2]]).tolist()
+    assert got == [3, -2, 8, 4, 2, 5, 7, 10]
+
+
+@pytest.mark.parametrize("rounding, want", [
+    # (q - zp_in) * 0.5 = -3.5 -2.5 -1.5 -0.5 0.5 1.5 2.5 3.5 ; then + zp_out 4
+    ("onnx", [0, 2, 2, 4, 4, 6, 6, 8]), ("tflm", [0, 1, 2, 3, 5, 6, 7, 8])])
+def test_bl25_neighbours_negative_ties_and_zero_points(portable_lib, rounding, want):
+    """Every tie from -3.5 to 3.5, non-zero zero points on both sides (zp_in -3, zp_out 4): to even under
+    `onnx`, away from zero (symmetric) under `tflm`; the second input shares the output's qparams and
+    is copied byte for byte (the C kernel's memcpy path), including -128 and 127."""
+    a = np.arange(-10, 6, 2).astype(np.int8)                      # q - (-3) = -7 .. 7 step 2
+    b = np.array([-128, -1, 0, 127], np.int8)
+    g = _concat_graph(qp(0.1, -3), qp(0.2, 4), qp(0.2, 4), ((8,), (4,), (12,)), rounding=rounding)
+    got = both(portable_lib, g, {"a": a, "b": b}).tolist()
+    assert got == want + [-128, -1, 0, 127]
+
+
+def test_bl25_neighbours_ratio_representation():
+    """The float32 ratio as m * 2^-k: exact ties kept, copies recognised, saturating and vanishing ratios."""
+    assert float32_ratio(float(np.float32(0.5)), float(np.float32(0.2))) == (5, 1)       # 2.5 exactly
+    assert float32_ratio(0.1, 0.2) == (1, 1)                                              # 0.5
+    assert float32_ratio(0.0627, 0.0627) == COPY
+    assert float32_ratio(1e9, 1.0) == (1 << 24, 0)            # every non-zero difference saturates
+    assert float32_ratio(1e-20, 1.0) == (0, 0)                # every difference rounds to 0
+    m, k = float32_ratio(0.3, 0.7)
+    assert m * 2.0**-k == float(np.float32(0.3) / np.float32(0.7)) and m % 2 == 1
 
 
 def test_bl25_neighbours_channel_concat_and_a_shared_qparams_input(tmp_path, portable_lib):
     """4-D NCHW concat on the channel axis (axis 3 in NHWC), one input sharing the output's qparams
-    (a plain copy) and one with its own."""
+    (a plain copy) and one with its own: exact values on the interpreter and the C kernel, both modes,
+    then an ONNX model through the frontend."""
     rng = np.random.default_rng(25)
-    p_same = requant_params(qp(0.2, 3), qp(0.2, 3))
+    p_same = concat_params(qp(0.2, 3), qp(0.2, 3))
     x = rng.integers(-128, 128, (1, 2, 2, 3)).astype(np.int8)
     assert np.array_equal(concat_s8([x, x], 3, [p_same, p_same]), np.concatenate([x, x], 3))
+    xa = np.array([-7, -5, -3, -1, 1, 3, 5, 7], np.int8).reshape(1, 2, 2, 2)        # scale 0.1 -> 0.2: ties
+    xb = rng.integers(-128, 128, (1, 2, 2, 3)).astype(np.int8)                        # the output's qparams
+    for rounding, half in (("onnx", [-4, -2, -2, 0, 0, 2, 2, 4]), ("tflm", [-4, -3, -2, -1, 1, 2, 3, 4])):
+        g = _concat_graph(qp(0.1, 0), qp(0.2, 0), qp(0.2, 0), ((1, 2, 2, 2), (1, 2, 2, 3), (1, 2, 2, 5)), 3, rounding)
+        got = both(portable_lib, g, {"a": xa, "b": xb})
+        assert got[..., :2].reshape(-1).tolist() == half, rounding
+        assert np.array_equal(got[..., 2:], xb)
     convs = [helper.make_node("Conv", ["a", "wa"], ["ca"]), helper.make_node("Conv", ["b", "wb"], ["cb"])]
     inits = {"wa": rng.uniform(-1, 1, (3, 3, 1, 1)).astype(np.float32), "wb": rng.uniform(-1, 1, (5, 5, 1, 1)).astype(np.float32)}
     m = model([*convs, helper.make_node("Concat", ["ca", "cb"], ["y"], axis=1)], {"a": (1, 3, 4, 4), "b": (1, 5, 4, 4)},

@@ -27,6 +27,10 @@ def test_linker_script_sections(tmp_path: Path) -> None:
     text = linker_script(target, ".model_weights")
     assert "KEEP(*(.model_weights .model_weights.*))" in text and "@WEIGHTS_SECTION@" not in text
     assert ".arena (NOLOAD) : ALIGN(BUFFER_ALIGN)" in text and "> REGION_ARENA AT > REGION_ARENA" in text
+    # model.c's arena section is a .bss.* name (NOBITS): ld gives it to the first statement that
+    # matches, so .arena must come before .bss's "*(.bss .bss.*)"
+    assert "KEEP(*(.bss.ecc_arena .arena .arena.*))" in text
+    assert text.index("KEEP(*(.bss.ecc_arena") < text.index("*(.bss .bss.*)")
     assert 'REGION_ALIAS("REGION_WEIGHTS", CODE);' in text
     path = write_linker_script(target, tmp_path)
     assert path == tmp_path / "mps2-an386.ld" and path.read_text() == linker_script(target)
@@ -64,8 +68,10 @@ LOAD /b/obj/000_model.o
 .bss            0x20000008       0x14
  .bss.y         0x20000008        0x4 /b/obj/000_model.o
  COMMON         0x2000000c       0x10 /b/obj/001_main.o
-.arena          0x21000000     0x1000
- .arena         0x21000000     0x1000 /b/obj/000_model.o
+.arena          0x21000000     0x1010
+ .bss.ecc_arena
+                0x21000000     0x1000 /b/obj/000_model.o
+ .arena         0x21001000       0x10 /b/obj/000_model.o
 /DISCARD/
  .ARM.attributes 0x0 0x20 /b/obj/000_model.o
 .debug_info     0x00000000      0x200
@@ -75,7 +81,7 @@ LOAD /b/obj/000_model.o
 
 def test_parse_map_sizes() -> None:
     lib, harness = parse_map_sizes(MAP, [Path("/b/obj/000_model.o")])
-    assert lib == SectionSizes(text=0x14, rodata=2, weights=0x100, data=0, bss=4, arena=0x1000)
+    assert lib == SectionSizes(text=0x14, rodata=2, weights=0x100, data=0, bss=4, arena=0x1010)
     assert harness == SectionSizes(text=0x8 + 0xA4, rodata=6, weights=0, data=8, bss=0x10, arena=0)
     assert (lib + harness).flash == 0x14 + 0xAC + 8 + 0x100 + 8
     with pytest.raises(ValueError, match="not a GNU ld map"):
@@ -86,6 +92,8 @@ def test_classify() -> None:
     assert classify(".model_w.conv1", ".model_w") == "weights"
     assert classify(".text.startup.main") == "text" and classify(".ARM.exidx.text.f") == "rodata"
     assert classify(".debug_line") is None and classify(".textual") is None
+    assert classify(".bss.ecc_arena") == "arena" and classify(".arena") == "arena"  # before and after the rename
+    assert classify(".bss.ecc_arena_x") == "bss" and classify(".bss.y") == "bss"
 
 
 def test_check_fits() -> None:

@@ -3,9 +3,13 @@ from __future__ import annotations
 
 import re
 
+# C99 keywords, then C11's and C23's (a library compiled with -std=c2x must not use them either)
 C_KEYWORDS = frozenset("""auto break case char const continue default do double else enum extern float for goto if
 inline int long register restrict return short signed sizeof static struct switch typedef union unsigned void
-volatile while _Bool _Complex _Imaginary""".split())
+volatile while _Bool _Complex _Imaginary
+_Alignas _Alignof _Atomic _Generic _Noreturn _Static_assert _Thread_local
+alignas alignof bool constexpr false nullptr static_assert thread_local true typeof typeof_unqual _BitInt
+_Decimal32 _Decimal64 _Decimal128""".split())
 
 
 class CNames:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from toolchain.codegen.cnames import CNames
-from toolchain.codegen.filters import c_double, c_int
+from toolchain.codegen.filters import c_double, c_int, c_string  # noqa: F401 (c_string: re-exported)
 from toolchain.ir import Graph, QuantParams
 from toolchain.memory import MemoryPlan
 from toolchain.ops.registry import KernelVariant, opdef
@@ -78,14 +78,6 @@ class GuardView:
     nbytes: int
     first: int
     last: int
-
-
-def c_string(text: str) -> str:
-    """A C string literal of `text`: quotes, backslashes and `?` (no trigraphs) escaped, other
-    non-printable or non-ASCII characters as `?`."""
-    body = "".join(c if c.isascii() and c.isprintable() and c not in '"\\?' else
-                   ("\\" + c if c in '"\\?' else "?") for c in text)
-    return f'"{body}"'
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from pathlib import Path
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from toolchain.codegen.context import ModelContext
-from toolchain.codegen.filters import FILTERS
+from toolchain.codegen.filters import FILTERS, c_comment
 
 TEMPLATE_DIR = Path(__file__).resolve().parents[2] / "c_templates"
 KERNEL_HEADERS = ("kernels/ecc_kernels.h", "kernels/portable/ecc_fixed_point.h")
@@ -61,7 +61,7 @@ def emit_library(ctx: ModelContext, lib_dir: Path) -> list[Path]:
     """Write the deployable model library; returns the C sources (model, weights, kernels)."""
     env = template_env()
     lib_dir.mkdir(parents=True, exist_ok=True)
-    stamp = f"/* {ctx.stamp} */\n"  # every shipped file says which generator made it
+    stamp = f"/* {c_comment(ctx.stamp)} */\n"  # every shipped file says which generator made it
     # variant headers are paths under c_templates/kernels/ (KernelVariant.headers)
     for header in with_local_includes((*KERNEL_HEADERS, *(f"kernels/{h}" for h in ctx.kernel_headers), "ecc_profile.h")):
         _write(lib_dir / Path(header).name, stamp + (TEMPLATE_DIR / header).read_text(encoding="utf-8"))

@@ -4,6 +4,8 @@ Each docstring example is executed by tests (doctest).
 """
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 
@@ -46,4 +48,49 @@ def c_double(x: float) -> str:
     return float(x).hex()
 
 
-FILTERS = {"c_values": c_values, "c_float": c_float, "c_int": c_int, "c_double": c_double}
+def _printable_ascii(text: str) -> str:
+    """`text` with every character that is not printable ASCII (newlines, tabs, other controls,
+    non-ASCII) replaced by `?`: what may reach generated text from a model is one line of ASCII."""
+    return "".join(c if c.isascii() and c.isprintable() else "?" for c in str(text))
+
+
+# In a comment: "*/" would close it, "/*" inside one is an error under -Wall -Werror (-Wcomment), and
+# "??" may start a trigraph ("??/" is a backslash under -std=c99). A backslash goes between the pair.
+_COMMENT_PAIRS = re.compile(r"\*(?=/)|/(?=\*)|\?(?=\?)")
+
+
+def c_comment(text: str) -> str:
+    """Model-controlled text (tensor, node, op names, the model file name) made inert inside a C
+    block comment and a Make / CMake `#` comment: one line of printable ASCII (anything else is
+    `?`), `*/` -> `*\\/`, `/*` -> `/\\*`, `??` -> `?\\?`, and no backslash at the end (it would
+    continue a `#` comment onto the next line; it becomes `?`). Plain names pass unchanged.
+
+    >>> print(c_comment('x */ int evil; /* ??/'), c_comment('a\\nb\\\\'), c_comment('conv/1:0'))
+    x *\\/ int evil; /\\* ?\\?/ a?b? conv/1:0
+    """
+    body = _printable_ascii(text)
+    body = body[:-1] + "?" if body.endswith("\\") else body  # before the pairs: "?\\" ends in "??"
+    return _COMMENT_PAIRS.sub(lambda m: m.group() + "\\", body)
+
+
+def c_string(text: str) -> str:
+    """A C string literal of `text`: quotes, backslashes and `?` escaped, other non-printable or
+    non-ASCII characters as `?` (escaped as well after a `?`, so that no two `?` ever meet: no
+    trigraph, which -std=c99 would translate before the escapes).
+
+    >>> print(c_string('conv/1:0'), c_string('a"b\\\\c??='), c_string('tab\\t\\t='))
+    "conv/1:0" "a\\"b\\\\c\\?\\?=" "tab?\\?="
+    """
+    out: list[str] = []
+    for c in str(text):
+        if c in '"\\?':
+            out.append("\\" + c)
+        elif c.isascii() and c.isprintable():
+            out.append(c)
+        else:
+            out.append("\\?" if out and out[-1].endswith("?") else "?")
+    return '"' + "".join(out) + '"'
+
+
+FILTERS = {"c_values": c_values, "c_float": c_float, "c_int": c_int, "c_double": c_double,
+           "c_comment": c_comment, "c_string": c_string}

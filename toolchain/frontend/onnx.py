@@ -17,7 +17,7 @@ import onnx
 from onnx import numpy_helper
 
 from toolchain.errors import InputError, UnsupportedModel
-from toolchain.frontend.onnx_builder import Builder, Val, signature_errors
+from toolchain.frontend.onnx_builder import Builder, Val, unsupported_model
 from toolchain.ir import DType, Graph
 from toolchain.ops.batch_norm import BatchNormAttrs
 from toolchain.ops.clamp import ClampAttrs
@@ -248,24 +248,33 @@ def load_onnx(path: str | Path, input_shapes: dict[str, tuple[int, ...]] | None 
     opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 0)
     if opset < 11:
         raise InputError(f"{path}: opset {opset} is too old (need >= 11); re-export the model")
-    missing = sorted({f"{n.name or '?'} ({n.op_type})" for n in model.graph.node if n.op_type not in CONVERTERS})
-    errors = ([f"unsupported ONNX ops: {', '.join(missing)}; supported: {', '.join(sorted(CONVERTERS))}"]
-              if missing else []) + signature_errors(model.graph.node, CONVERTERS)  # every bad node, at once
-    if errors:
-        raise UnsupportedModel(f"{path}: " + "; ".join(errors))
+    b = Builder(path, opset, model.graph.name or path.stem)
+    b.model = model
+    missing = b.check_statically(model.graph.node, CONVERTERS)   # every node with an unknown op or attribute
+    supported = f"; supported ONNX ops: {', '.join(sorted(CONVERTERS))}" if missing else ""
+    try:
+        _add_inputs(b, path, model, input_shapes)
+    except InputError:
+        if b.errors:  # the model is unsupported anyway: say that first
+            raise unsupported_model(path, b.errors, supported) from None
+        raise
+    for node in model.graph.node:  # unsupported values, dtypes and shapes: all of them, then one error
+        b.convert(node, CONVERTERS.get(node.op_type))
+    if b.errors:
+        raise unsupported_model(path, b.errors, supported)
+    return b.finish([o.name for o in model.graph.output])
+
+
+def _add_inputs(b: Builder, path: Path, model, input_shapes) -> None:
     names = [i.name for i in model.graph.input if i.name not in {t.name for t in model.graph.initializer}]
     unknown = sorted(set(input_shapes or {}) - set(names))
     if unknown:
         raise InputError(f"{path}: input_shapes names {unknown}, but the model's inputs are {names}")
-    b = Builder(path, opset, model.graph.name or path.stem)
     for init in model.graph.initializer:
         b.consts[init.name] = numpy_helper.to_array(init)
     for inp in model.graph.input:
         if inp.name not in b.consts:
             b.add_input(inp.name, _input_shape(path, inp, (input_shapes or {}).get(inp.name)), _elem_type(path, inp))
-    for node in model.graph.node:
-        b.convert(node, CONVERTERS[node.op_type])
-    return b.finish([o.name for o in model.graph.output])
 
 
 def _input_shape(path: Path, inp, override) -> tuple[int, ...]:

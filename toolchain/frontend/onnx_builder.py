@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import onnx
 from onnx import helper
 
 from toolchain.errors import UnsupportedModel
@@ -59,6 +60,28 @@ def signature_errors(nodes: Any, converters: dict[str, Callable[..., Any]]) -> l
             if n.op_type in converters and (e := signature_error(n, converters[n.op_type]))]
 
 
+def inferred_shapes(model: Any) -> dict[str, tuple[int, ...]]:
+    """ONNX value name -> its static shape from onnx.shape_inference (values of unknown or dynamic
+    shape left out; {} when inference fails). Used only to keep checking the nodes after an
+    unsupported one."""
+    try:
+        model = onnx.shape_inference.infer_shapes(model)
+    except Exception:  # inference is a best effort here: the model is already being rejected
+        return {}
+    out = {}
+    for vi in (*model.graph.input, *model.graph.value_info, *model.graph.output):
+        dims = vi.type.tensor_type.shape.dim
+        if vi.type.tensor_type.HasField("shape") and all(d.HasField("dim_value") and d.dim_value > 0 for d in dims):
+            out[vi.name] = tuple(int(d.dim_value) for d in dims)
+    return out
+
+
+def unsupported_model(path: Path, errors: list[str], extra: str = "") -> UnsupportedModel:
+    """The one-line error listing every unsupported node: "FILE: N unsupported node(s): ...; ..."."""
+    n = len(errors)
+    return UnsupportedModel(f"{path}: {n} unsupported node{'s' if n != 1 else ''}: " + "; ".join(errors) + extra)
+
+
 class Builder:
     """Accumulates IR tensors and nodes while converters run over the ONNX nodes in order."""
 
@@ -72,19 +95,64 @@ class Builder:
         self._cache: dict[tuple[str, tuple[int, ...]], str] = {}
         self.node: Any = None
         self.op_type = ""
+        self.errors: list[str] = []      # every unsupported node so far, reported together at the end
+        self.rejected: set[tuple[str, ...]] = set()  # outputs of nodes the static checks already listed
+        self.model: Any = None           # the ONNX model, for shapes after an unsupported node
+        self._shapes: dict[str, tuple[int, ...]] | None = None
 
     # -- errors and context ------------------------------------------------------------------
     def unsupported(self, what: str) -> UnsupportedModel:
         """An error naming the file, the node and its op; the caller raises it."""
         return UnsupportedModel(f"{self.path}: node {self.node.name or '?'} ({self.op_type}): unsupported {what}")
 
-    def convert(self, node: Any, fn: Callable[..., Any]) -> None:
-        """Run one converter on one ONNX node, mapping inputs positionally and attributes by name."""
+    def convert(self, node: Any, fn: Callable[..., Any] | None, after: Callable[[int], None] | None = None) -> bool:
+        """Run one converter on one ONNX node, mapping inputs positionally and attributes by name
+        (then `after(index of its first IR node)`). An unsupported node does not stop the
+        conversion: its error goes to self.errors and its outputs get placeholder values (shapes from
+        ONNX shape inference) so later nodes are still checked; a node reading a value nobody could
+        compute is skipped silently (its own problems cannot be known). Returns True on success."""
         self.node, self.op_type = node, node.op_type
+        unknown_input = any(i and i not in self.vals and i not in self.consts for i in node.input)
+        if fn is None or tuple(node.output) in self.rejected or unknown_input:
+            self._placeholders(node)
+            return False
         problem = signature_error(node, fn)
-        if problem:
-            raise self.unsupported(problem)
-        fn(self, *node.input, **node_attrs(node))
+        first = len(self.nodes)
+        try:
+            if problem:
+                raise self.unsupported(problem)
+            fn(self, *node.input, **node_attrs(node))
+            if after is not None:
+                after(first)
+        except UnsupportedModel as e:
+            self.errors.append(str(e).removeprefix(f"{self.path}: "))
+            self._placeholders(node)
+            return False
+        return True
+
+    def _placeholders(self, node: Any) -> None:
+        """Give the outputs of a node that could not be converted a producer-less IR tensor of the
+        shape ONNX infers (ONNX layout), or nothing when it infers none."""
+        if self._shapes is None:
+            self._shapes = inferred_shapes(self.model) if self.model is not None else {}
+        for o in node.output:
+            if o and o not in self.vals and o in self._shapes:
+                name = fresh_name(self.tensors, o)
+                self.tensors[name] = Tensor(name, self._shapes[o], DType.FLOAT32)
+                self.vals[o] = Val(name, False)
+
+    def check_statically(self, nodes: Any, converters: dict[str, Callable[..., Any]]) -> bool:
+        """List in self.errors every node whose op has no converter or whose attributes / inputs its
+        converter cannot take; convert() then skips them. Static (no shapes), so these are found even
+        behind an unsupported node whose outputs are unknown. True when some op has no converter."""
+        missing = [n for n in nodes if n.op_type not in converters]
+        self.errors += [f"node {n.name or '?'} ({n.op_type}): unsupported op" for n in missing]
+        for n in nodes:
+            if n.op_type in converters and (e := signature_error(n, converters[n.op_type])):
+                self.errors.append(f"node {n.name or '?'} ({n.op_type}): unsupported {e}")
+                self.rejected.add(tuple(n.output))
+        self.rejected |= {tuple(n.output) for n in missing}
+        return bool(missing)
 
     # -- values ------------------------------------------------------------------------------
     def is_const(self, name: str) -> bool:

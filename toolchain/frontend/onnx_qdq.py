@@ -25,7 +25,7 @@ import onnx
 from quantize.given import same_qparams
 from toolchain.errors import InputError, UnsupportedModel
 from toolchain.frontend.onnx import CONVERTERS, _input_shape
-from toolchain.frontend.onnx_builder import Builder, signature_errors
+from toolchain.frontend.onnx_builder import Builder, unsupported_model
 from toolchain.frontend.onnx_qdq_strip import QDQ_OPS, Stripped, elem_types, strip
 from toolchain.ir import DType, Graph, Node, QuantParams, Tensor
 from toolchain.ops.depthwise_conv2d import DepthwiseConv2DAttrs
@@ -156,27 +156,24 @@ def load_qdq(path: str | Path, input_shapes: dict[str, tuple[int, ...]] | None =
         raise InputError(f"{path}: opset {opset} (quantized ONNX models need opset 10 to 21)")
     s = strip(model)
     converters = {**CONVERTERS, **OVERRIDES}
-    missing = sorted({f"{n.name or '?'} ({n.op_type})" for n in s.nodes if n.op_type not in converters})
-    errors = s.errors + ([f"unsupported ONNX ops: {', '.join(missing)}"] if missing else []) \
-        + signature_errors(s.nodes, converters)                      # every node with bad attributes, at once
-    if errors:
-        raise UnsupportedModel(f"{path}: {len(errors)} unsupported: " + "; ".join(errors))
+    b = QdqBuilder(path, opset, model.graph.name or path.stem, s.acts)
+    b.model, b.errors = model, list(s.errors)
+    b.check_statically(s.nodes, converters)                           # every node with an unknown op or attribute
     types = elem_types(model)
     names = [i.name for i in model.graph.input if i.name not in {t.name for t in model.graph.initializer}]
     unknown = sorted(set(input_shapes or {}) - set(names))
     if unknown:
         raise InputError(f"{path}: input_shapes names {unknown}, but the model's inputs are {names}")
-    b = QdqBuilder(path, opset, model.graph.name or path.stem, s.acts)
     b.consts.update(s.consts)
     for inp in model.graph.input:
         if inp.name in names:
             if types[inp.name] not in ("float32", "int8", "uint8"):
                 raise InputError(f"{path}: input {inp.name!r} of type {types[inp.name]} (float32, int8 or uint8)")
             b.add_input(inp.name, _input_shape(path, inp, (input_shapes or {}).get(inp.name)), DType.FLOAT32)
-    for node in s.nodes:
-        first = len(b.nodes)
-        b.convert(node, converters[node.op_type])
-        _map_consts(b, node, s, first)
+    for node in s.nodes:  # unsupported values, dtypes and shapes too: all of them, then one error
+        b.convert(node, converters.get(node.op_type), functools.partial(_map_consts, b, node, s))
+    if b.errors:
+        raise unsupported_model(path, b.errors)
     outs = [s.int_of[o.name][0] if o.name in s.int_of else s.alias.get(o.name, o.name) for o in model.graph.output]
     graph = b.finish(outs)
     given = {b.vals[k].name: qp for k, qp in s.acts.items() if k in b.vals}

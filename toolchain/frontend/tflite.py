@@ -313,10 +313,7 @@ def load_tflite(path: str | Path) -> Graph:
     m = read_tflite(path)
     unknown = [op for op in m.ops if op.name not in CONVERTERS]
     b = Builder(path, m)
-    if unknown:
-        raise UnsupportedModel(f"{path}: unsupported TFLite ops: {', '.join(b.where(op) for op in unknown)}; "
-                               f"supported: {', '.join(sorted(CONVERTERS))}")
-    errors: list[str] = []
+    errors = [f"{b.where(op)}: unsupported op" for op in unknown]
     for i in m.inputs:
         t = m.tensors[i]
         if t is None or t.is_const:
@@ -329,18 +326,23 @@ def load_tflite(path: str | Path) -> Graph:
             _check_int8_per_tensor(t, "graph input", lambda what: UnsupportedModel(what))
         except UnsupportedModel as e:
             errors.append(str(e))
+    failed: set[str] = set()  # outputs of operators that did not convert (already reported)
     for op in m.ops:
         try:
-            b.convert(op, CONVERTERS[op.name])
+            if op.name in CONVERTERS:  # an unknown op is listed above; the ops after it still convert
+                b.convert(op, CONVERTERS[op.name])
+                continue
         except UnsupportedModel as e:  # the file declares every tensor, so later ops still convert
             errors.append(str(e).removeprefix(f"{path}: "))
-    defined = {m.tensors[i].name for i in m.inputs if m.tensors[i]} | {o for n in b.nodes for o in n.outputs}
+        failed |= {m.tensors[o].name for o in op.outputs if o >= 0 and m.tensors[o]}
+    defined = {m.tensors[i].name for i in m.inputs if m.tensors[i]} | {o for n in b.nodes for o in n.outputs} | failed
     for i in m.outputs:
         t = m.tensors[i]
         if t is None or t.name not in defined or t.dtype not in (DType.INT8, DType.FLOAT32):
             errors.append(f"graph output {t.name if t else i!r}: not an int8 activation computed by the model")
     if errors:
-        raise UnsupportedModel(f"{path}: {len(errors)} unsupported: " + "; ".join(errors))
+        supported = f"; supported TFLite ops: {', '.join(sorted(CONVERTERS))}" if unknown else ""
+        raise UnsupportedModel(f"{path}: {len(errors)} unsupported: " + "; ".join(errors) + supported)
     return Graph(path.stem, tuple(b.nodes), b.tensors, tuple(m.tensors[i].name for i in m.inputs),
                  tuple(m.tensors[i].name for i in m.outputs), meta={"source": str(path), "format": "tflite",
                                                                     "input_layout": "NHWC"})

@@ -1,15 +1,23 @@
 """Concatenation: the int8 reference semantics of joining tensors along one axis, each input
-requantized to the output's qparams with an integer multiplier/shift (TFLite's integer Requantize
-arithmetic: out = MBQM(x - zp_in, s_in / s_out) + zp_out); an input that shares the output's qparams
-is a plain copy.
+requantized to the output's qparams; an input that shares the output's qparams is a plain copy.
 
-TFLM is not the oracle here (BL-25): its int8 CONCATENATION refuses inputs whose scale differs from
-the output's (Prepare check in the tflite-micro build we test against; older releases copied the bytes
-unscaled), and TFLite's float path rescales with round(). With all inputs sharing the output's qparams,
-which is what the TFLite converter produces, every one of them agrees with this module. Owns `concat_s8`.
+The rescale (BL-25, ../shared/design/int8-fault-cases.md): out = round((q - zp_in) * r) + zp_out with
+r = float32(s_in) / float32(s_out) divided in float32, as the reference runtimes derive it (ORT's
+DequantizeLinear -> QuantizeLinear and TFLite's float concat path work in float32), and the product
+rounded exactly, in integers, as the declared rounding says: ties away from zero under "tflm" (TFLite's
+round()), ties to even under "onnx" (ORT). A float32 r is m * 2^-k exactly (m < 2^24), so the C kernel
+computes (q - zp_in) * m in int64 and divides by 2^k with that tie rule: no float, no 1-LSB drift from
+a double-derived Q31 multiplier (s_in 0.5, s_out 0.2f: double 2.49999996, float32 exactly 2.5).
+
+TFLM is not the oracle here: its int8 CONCATENATION refuses inputs whose scale differs from the
+output's (Prepare check in the tflite-micro build we test against; older releases copied the bytes
+unscaled). With all inputs sharing the output's qparams, which is what the TFLite converter produces,
+every runtime agrees with this module. Owns `concat_s8`; `requantize_s8` (TFLite's integer Requantize,
+MBQM with a Q31 multiplier) serves quantize_ops.Requantize under "tflm".
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -17,10 +25,11 @@ import numpy as np
 
 from toolchain.ir import Graph, Node, QuantParams
 from toolchain.ops.binary import operand
-from toolchain.ops.fixed_point import quantize_multiplier, rescale
+from toolchain.ops.fixed_point import quantize_multiplier, rescale, rounding_divide
 from toolchain.ops.registry import CArg, OpDef, OpKind, portable, rounding_twins, register
 
-COPY = (1 << 30, 1)  # quantize_multiplier(1.0): the (mult, shift) of an exact copy
+COPY = (1, 0)  # float32_ratio of equal scales: ratio 1 * 2^-0, an exact copy
+MAX_SHIFT = 40  # |q - zp| * m < 2^32 <= 2^(k-1) beyond: the product rounds to 0 in both modes
 
 
 def requant_params(src: QuantParams, dst: QuantParams) -> tuple[int, int, int, int]:
@@ -28,6 +37,37 @@ def requant_params(src: QuantParams, dst: QuantParams) -> tuple[int, int, int, i
     (TFLM PrepareQuantizeReference: QuantizeMultiplier(double(s_in) / double(s_out)))."""
     mult, shift = quantize_multiplier(float(src.s) / float(dst.s))
     return -src.zp, mult, shift, dst.zp
+
+
+def float32_ratio(s_in: float, s_out: float) -> tuple[int, int]:
+    """(m, k) with float32(s_in) / float32(s_out), one float32 division, equal to m * 2^-k exactly
+    (0 <= m <= 2^24, 0 <= k <= MAX_SHIFT, m odd unless k == 0). A ratio of 2^24 or more becomes
+    2^24 (every non-zero int8 difference saturates either way); one below 2^-(MAX_SHIFT-8), 0."""
+    r = float(np.float32(s_in) / np.float32(s_out))
+    if not (r > 0 and np.isfinite(r)):
+        raise ValueError(f"scales {s_in} / {s_out} do not give a positive finite ratio")
+    mant, exp = math.frexp(r)                  # r = mant * 2^exp, mant in [0.5, 1), 24 significant bits
+    m, k = int(mant * (1 << 24)), 24 - exp
+    while k > 0 and m % 2 == 0:
+        m, k = m // 2, k - 1
+    if k < 0:
+        return min(m << -k, 1 << 24), 0
+    return (0, 0) if k > MAX_SHIFT else (m, k)
+
+
+def concat_params(src: QuantParams, dst: QuantParams) -> tuple[int, int, int, int]:
+    """(input_offset, m, k, output_offset) taking int8 of `src` to int8 of `dst` (float32_ratio)."""
+    m, k = float32_ratio(src.s, dst.s)
+    return -src.zp, m, k, dst.zp
+
+
+def rescale_exact_s8(x: np.ndarray, input_offset: int, m: int, k: int, output_offset: int,
+                     rounding: str | None = None) -> np.ndarray:
+    """int8 -> int8: round((x + input_offset) * m / 2^k) + output_offset, saturated; ties away from zero
+    ("tflm") or to even ("onnx"; None = the mode in effect). Exact in int64. C: concat_s8.c.j2."""
+    v = (np.asarray(x, np.int64) + input_offset) * m
+    y = rounding_divide(v, 1 << k, rounding) + output_offset
+    return np.clip(y, -128, 127).astype(np.int8)
 
 
 def requantize_s8(x: np.ndarray, input_offset: int, mult: int, shift: int, output_offset: int) -> np.ndarray:
@@ -38,9 +78,11 @@ def requantize_s8(x: np.ndarray, input_offset: int, mult: int, shift: int, outpu
     return np.clip(y, -128, 127).astype(np.int8)
 
 
-def concat_s8(xs: Sequence[np.ndarray], axis: int, params: Sequence[tuple[int, int, int, int]]) -> np.ndarray:
-    """int8 concatenation along `axis`; params[i] = requant_params(input i, output) (COPY = plain copy)."""
-    parts = [x if (p[1], p[2]) == COPY and p[0] + p[3] == 0 else requantize_s8(x, *p)
+def concat_s8(xs: Sequence[np.ndarray], axis: int, params: Sequence[tuple[int, int, int, int]],
+              rounding: str | None = None) -> np.ndarray:
+    """int8 concatenation along `axis`; params[i] = concat_params(input i, output) (COPY with
+    offsets summing to 0 = plain copy); ties round as `rounding` (None = the mode in effect)."""
+    parts = [x if (p[1], p[2]) == COPY and p[0] + p[3] == 0 else rescale_exact_s8(x, *p, rounding)
              for x, p in zip(xs, params, strict=True)]
     return np.concatenate([np.asarray(p, np.int8) for p in parts], axis=axis)
 
@@ -86,7 +128,7 @@ class Concat(OpDef):
 
     def _params(self, node: Node, graph: Graph) -> list[tuple[int, int, int, int]]:
         y = graph.t(node.outputs[0]).quant
-        return [requant_params(graph.t(n).quant, y) for n in node.inputs]
+        return [concat_params(graph.t(n).quant, y) for n in node.inputs]
 
     def reference_s8(self, node: Node, graph: Graph, ins: list[np.ndarray]) -> list[np.ndarray]:
         return [concat_s8(ins, _axis(node, graph), self._params(node, graph))]

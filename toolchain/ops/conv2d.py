@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from toolchain.ir import Graph, Node
 from toolchain.ops.common import NO_ACT, Window, apply_act_f32, conv_f32, quantize_bias, quantize_weights, weighted_requant
 from toolchain.ops.packing import (MODES, dsp_variant, fold_layer, gemm_groups, pack_gemm_blob,
-                                   pack_sparse_gemm_blob, LIVE)
+                                   pack_sparse_gemm_blob, split_constants)
 from toolchain.ops import neon_variants
 from toolchain.ops import helium_variants
 from toolchain.ops.registry import CArg, Cost, KernelVariant, OpDef, OpKind, portable, rounding_twins, register
@@ -142,12 +142,12 @@ def dsp_plan(k: dict, x_shape: tuple[int, ...], w: np.ndarray, bias: np.ndarray 
         blob = pack_gemm_blob(f.w, f, mode)
     if blob is None:
         return None
-    live = [int(np.sum(f.const == LIVE))] if sparse else []
-    dead = w2d.shape[0] - live[0] if sparse else 0  # rows not stored: their weights and biases
+    split = split_constants(f.const) if sparse else None
+    live = [int(split.live.size)] if split else []
     geometry = [*k["stride"]] if pointwise else [*k["stride"], *k["pad"], *k["dilation"], -k["input_offset"]]
     args = [*map(CArg.lit, [*geometry, k["act_min"], k["act_max"]]), *map(CArg.lit, x_shape), CArg("act", x),
             *map(CArg.lit, [*([] if pointwise else w.shape[1:3]), groups, *live]),
-            CArg("array", blob, "wpack", (dead * w2d.shape[1], 4 * dead * (bias is not None))),
+            CArg("array", blob, "wpack", split.skipped(w2d.shape[1], bias is not None) if split else (0, 0)),
             *map(CArg.lit, y_shape[1:]), CArg("act", y)]
     # two q15 columns (16 bytes per 4-k group), plus int8 staging for im2col when in_c % 4 != 0
     return args, (16 + 4 * (not pointwise and cin % 4 != 0)) * groups

@@ -16,12 +16,13 @@ TFLite's MultiplyByQuantizedMultiplier for shifts in [-31, 0] and multipliers in
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
 from toolchain.ir import Graph, Node
+from toolchain.ops.packing import ConstantSplit, layer_constants, split_constants
 from toolchain.ops.registry import CArg, KernelVariant, tflm_only
 
 HELIUM_HEADERS = ("helium/ecc_helium_kernels.h", "helium/ecc_helium.h")
@@ -101,6 +102,24 @@ def pack_gemm(w2d: np.ndarray, f: Folded) -> np.ndarray:
     return np.concatenate(parts)
 
 
+def pack_sparse_gemm(w2d: np.ndarray, f: Folded, split: ConstantSplit) -> np.ndarray:
+    """The blob of helium conv2d_1x1_sparse (channels proven constant neither stored nor computed),
+    int8: the constant row (split.row: each constant channel's value, 0 at live channels) zero-padded
+    to a multiple of 16, then pack_gemm of the live rows only (their order kept, out_c padded to
+    whole quads by repeating the last live row: its output is stored twice at one place), each quad
+    followed by its four output channels as uint32 (the scatter store's byte offsets)."""
+    n = split.live.size
+    if n == 0:
+        return split.row_padded(16)
+    idx = np.concatenate([split.live, np.full(-n % 4, split.live[-1])])
+    dense = pack_gemm(w2d[idx], replace(f, bias=f.bias[idx], mult=f.mult[idx], shift=f.shift[idx]))
+    quad = dense.size // (idx.size // 4)
+    parts = [split.row_padded(16)]
+    for q in range(idx.size // 4):
+        parts += [dense[q * quad:(q + 1) * quad], _words(idx[4 * q:4 * q + 4])]
+    return np.concatenate(parts)
+
+
 # ---- variant factory ----------------------------------------------------------------------------
 def helium_variant(op: str, variant: str = "", *, mode: str = "full", applies: Callable[[Node, Graph], bool],
                    scratch_bytes: Callable[[Node, Graph], int] = lambda n, g: 0,
@@ -126,11 +145,16 @@ def _bias(node: Node, graph: Graph) -> np.ndarray | None:
 
 # ---- conv2d: pointwise (rows straight from the input) and general (im2col) ----------------------
 def conv_plan(k: dict, x_shape: tuple[int, ...], w: np.ndarray, bias: np.ndarray | None, y_shape: tuple[int, ...], *,
-              mode: str, pointwise: bool, x: str = "input", y: str = "output") -> tuple[list[CArg], int] | None:
+              mode: str, pointwise: bool, x: str = "input", y: str = "output",
+              sparse: bool = False) -> tuple[list[CArg], int] | None:
     """(argument list, scratch bytes) of helium conv2d_1x1 (pointwise) or conv2d for requantization
     `mode`, given the conv2d_s8 keyword arguments `k`, OHWI weights and the tensor names x, y; None
     when that entry point does not apply: grouped conv, a requantization it cannot do exactly, or
-    for the 1x1 kernel a kernel other than 1x1 or padding."""
+    for the 1x1 kernel a kernel other than 1x1 or padding. sparse (pointwise only:
+    conv2d_1x1_sparse): the live output channels only, the ones proven constant
+    (packing.layer_constants) written from a row (pack_sparse_gemm; the live count is one more
+    argument before the blob, whose CArg.skipped counts the parameters not stored); None when no
+    channel is constant (such layers keep the dense kernel and its C)."""
     cin, (oh, ow) = x_shape[3], y_shape[1:3]
     if w.shape[3] != cin:
         return None
@@ -143,6 +167,15 @@ def conv_plan(k: dict, x_shape: tuple[int, ...], w: np.ndarray, bias: np.ndarray
     if f is None or mode not in f.modes:
         return None
     quant = [k["output_offset"], k["act_min"], k["act_max"]]
+    if sparse:
+        split = split_constants(layer_constants(w2d, bias, k["input_offset"], k["out_mult"], k["out_shift"],
+                                                k["output_offset"], (k["act_min"], k["act_max"]))) if pointwise else None
+        if split is None:
+            return None
+        args = [*map(CArg.lit, [*k["stride"], *quant, *x_shape]), CArg("act", x), CArg.lit(split.live.size),
+                CArg("array", pack_sparse_gemm(w2d, f, split), "wpack", split.skipped(cin, bias is not None)),
+                *map(CArg.lit, y_shape[1:]), CArg("act", y)]
+        return args, (2 * (16 * n_chunks(cin) + 16) if cin % 16 else 0)
     if pointwise:
         args = [*map(CArg.lit, [*k["stride"], *quant, *x_shape]), CArg("act", x),
                 CArg("array", pack_gemm(w2d, f), "wpack"), *map(CArg.lit, y_shape[1:]), CArg("act", y)]
@@ -153,7 +186,8 @@ def conv_plan(k: dict, x_shape: tuple[int, ...], w: np.ndarray, bias: np.ndarray
     return args, 2 * (16 * n_chunks(w2d.shape[1]) + 16)  # two im2col rows, 16 bytes of slack each
 
 
-def _conv_node(mode: str, pointwise: bool) -> Callable[[Node, Graph], tuple[list[CArg], int] | None]:
+def _conv_node(mode: str, pointwise: bool,
+               sparse: bool = False) -> Callable[[Node, Graph], tuple[list[CArg], int] | None]:
     def plan(node: Node, graph: Graph):
         from toolchain.ops import conv2d
 
@@ -161,12 +195,14 @@ def _conv_node(mode: str, pointwise: bool) -> Callable[[Node, Graph], tuple[list
             return None
         x, w, y = graph.t(node.inputs[0]), graph.t(node.inputs[1]), graph.t(node.outputs[0])
         return conv_plan(conv2d._s8_kwargs(node, graph), x.shape, w.data, _bias(node, graph), y.shape, mode=mode,
-                         pointwise=pointwise, x=x.name, y=y.name)
+                         pointwise=pointwise, x=x.name, y=y.name, sparse=sparse)
     return plan
 
 
-CONV2D = tuple(_plan_variant("conv2d", "1x1" if pw else "", mode, _conv_node(mode, pw))
-               for pw in (True, False) for mode in MODES)
+# sparse first: it applies only to 1x1 layers with a constant output channel, which it runs faster
+CONV2D = (tuple(_plan_variant("conv2d", "1x1_sparse", mode, _conv_node(mode, True, True)) for mode in MODES)
+          + tuple(_plan_variant("conv2d", "1x1" if pw else "", mode, _conv_node(mode, pw))
+                  for pw in (True, False) for mode in MODES))
 
 
 # ---- fully connected -----------------------------------------------------------------------------

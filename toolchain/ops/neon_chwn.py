@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from toolchain.ir import Graph, Node
+from toolchain.ops.neon_packing import requant_ok
 from toolchain.ops.registry import CArg, KernelVariant, tflm_only
 from toolchain.ops.relayout import storage_dims
 
@@ -19,10 +20,6 @@ CHWN = frozenset({"CHWN"})
 NEON_HEADERS = ("neon/ecc_neon_kernels.h", "neon/ecc_neon.h")
 
 
-def requant_ok(shift, mult) -> bool:
-    from toolchain.ops.neon_variants import requant_ok as ok
-
-    return ok(shift, mult)
 
 
 def _variant(op: str, applies, args, scratch_bytes=lambda n, g: 0) -> KernelVariant:

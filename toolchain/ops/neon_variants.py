@@ -22,112 +22,14 @@ import numpy as np
 
 from toolchain.ir import Graph, Node
 from toolchain.ops import neon_chwn
+from toolchain.ops.neon_packing import (  # noqa: F401 - re-exported: the tests read them here
+    SHIFT_RANGE, dot_tiles, fold_bias, k_padded, lane_safe, pack_depthwise, pack_dot, pack_mla, pack_sparse_map,
+    qblob, requant_ok, wrap32)
+from toolchain.ops.packing import layer_constants, split_constants
 from toolchain.ops.registry import CArg, KernelVariant, tflm_only
 
 NEON_HEADERS = ("neon/ecc_neon_kernels.h", "neon/ecc_neon.h")
 DOTPROD = frozenset({"dotprod"})
-SHIFT_RANGE = (-31, 30)  # TFLite's range; ecc_neon_rq is exact over it
-
-
-# ---- offline parts ----------------------------------------------------------------------------
-def lane_safe(w: np.ndarray) -> bool:
-    """Every weight in [-127, 127]: a kernel pairing two products in one int16 lane stays exact
-    (|x w + x' w'| <= 2 * 128 * 127 < 2^15). BL-04: imported weights may hold -128."""
-    return bool(w.size == 0 or int(np.min(w)) >= -127)
-
-
-def wrap32(v: np.ndarray) -> np.ndarray:
-    """int64 -> int32 with two's complement wrap-around (the C accumulator's arithmetic)."""
-    return ((np.asarray(v, np.int64) + 2**31) % 2**32 - 2**31).astype(np.int32)
-
-
-def fold_bias(w2d: np.ndarray, bias: np.ndarray | None, input_offset: int) -> np.ndarray:
-    """bias + input_offset * sum_k w[o, k], wrapped to int32 like the accumulator."""
-    b = np.zeros(w2d.shape[0], np.int64) if bias is None else np.asarray(bias, np.int64).reshape(-1)
-    return wrap32(b + int(input_offset) * w2d.astype(np.int64).sum(axis=1))
-
-
-def requant_ok(shift, mult) -> bool:
-    """The shifts are inside SHIFT_RANGE and the multipliers in [0, 2^31) (TFLite's are; ecc_neon_mbqm
-    relies on it)."""
-    s, m = np.asarray(shift, np.int64), np.asarray(mult, np.int64)
-    return bool(s.size and m.size and s.min() >= SHIFT_RANGE[0] and s.max() <= SHIFT_RANGE[1]
-                and m.min() >= 0 and m.max() < 2**31)
-
-
-def qblob(bias: np.ndarray, mult, shift, n: int) -> np.ndarray:
-    """The requantization blob (ecc_neon.h): per quad of output channels {bias', mult, lsh, rsh}
-    as four int32 vectors; channels padded to a multiple of 4 with zeros (multiplier 0)."""
-    np4 = -(-n // 4) * 4
-    cols = np.zeros((4, np4), np.int64)
-    shift = np.broadcast_to(np.asarray(shift, np.int64).reshape(-1), (n,))
-    cols[0, :n] = bias
-    cols[1, :n] = np.broadcast_to(np.asarray(mult, np.int64).reshape(-1), (n,))
-    cols[2, :n] = np.maximum(shift, 0)
-    cols[3, :n] = np.minimum(shift, 0)
-    return cols.reshape(4, np4 // 4, 4).transpose(1, 0, 2).reshape(-1).astype(np.int32)
-
-
-def k_padded(k: int, dot: bool) -> int:
-    """GEMM row length: a multiple of 4 (SDOT groups) or 8 (Armv8.0 chunks of 16, then 8)."""
-    a = 4 if dot else 8
-    return -(-k // a) * a
-
-
-def dot_tiles(n: int) -> list[int]:
-    """Output-channel tile widths of the SDOT kernels: 16s, then an 8 if >= 8 remain, then 4s."""
-    tiles = [16] * (n // 16)
-    rest = n - 16 * len(tiles)
-    if rest >= 8:
-        tiles.append(8)
-        rest -= 8
-    return tiles + [4] * -(-rest // 4)
-
-
-def pack_dot(w2d: np.ndarray) -> np.ndarray:
-    """[O, K] int8 -> the SDOT GEMM weight order: per channel tile (dot_tiles), per 4-k group, per
-    channel of the tile its 4 int8; K and the last tile zero-padded."""
-    o, k = w2d.shape
-    kp = k_padded(k, True)
-    parts, oc = [], 0
-    for t in dot_tiles(o):
-        blk = np.zeros((t, kp), np.int8)
-        n = min(t, o - oc)
-        blk[:n, :k] = w2d[oc:oc + n]
-        parts.append(blk.reshape(t, kp // 4, 4).transpose(1, 0, 2).reshape(-1))
-        oc += t
-    return np.concatenate(parts)
-
-
-def pack_mla(w2d: np.ndarray) -> np.ndarray:
-    """[O, K] int8 -> the Armv8.0 GEMM weight order: per tile of 4 channels, per 16-k chunk the
-    four channels' 16 int8, then for a last 8-k chunk their 8 int8; zero-padded."""
-    o, k = w2d.shape
-    kp = k_padded(k, False)
-    op = -(-o // 4) * 4
-    wp = np.zeros((op, kp), np.int8)
-    wp[:o, :k] = w2d
-    full = kp // 16 * 16
-    parts = []
-    for t in range(op // 4):
-        rows = wp[4 * t:4 * t + 4]
-        parts.append(rows[:, :full].reshape(4, full // 16, 16).transpose(1, 0, 2).reshape(-1))
-        if kp > full:
-            parts.append(rows[:, full:].reshape(-1))
-    return np.concatenate(parts)
-
-
-def pack_depthwise(w: np.ndarray) -> np.ndarray:
-    """[1, KH, KW, C] int8 (C % 8 == 0) -> per block of 16 channels (8 for a last block), per tap,
-    the block's int8."""
-    c = w.shape[3]
-    taps = w.reshape(-1, c)
-    parts, c0 = [], 0
-    while c0 < c:
-        n = 16 if c - c0 >= 16 else 8
-        parts.append(taps[:, c0:c0 + n].reshape(-1))
-        c0 += n
-    return np.concatenate(parts)
 
 
 # ---- variant factory ----------------------------------------------------------------------------
@@ -178,11 +80,14 @@ def _const(graph: Graph, name: str) -> np.ndarray | None:
 
 # ---- conv2d: pointwise (direct GEMM) and general (im2col + GEMM) ------------------------------------
 def conv2d_plan(k: dict, x_shape, w: np.ndarray, bias, y_shape, *, kind: str, pointwise: bool,
-                x: str = "input", y: str = "output") -> tuple[list[CArg], int] | None:
+                x: str = "input", y: str = "output", sparse: bool = False) -> tuple[list[CArg], int] | None:
     """(argument list, scratch bytes) of a NEON conv2d entry point given the conv2d_s8 keyword
     arguments `k` and OHWI weights; kind "dot" (SDOT), "pair" or "nopair" (Armv8.0). None when it does
     not apply: grouped conv, shifts outside SHIFT_RANGE, for "pair" a -128 weight, for the pointwise
-    kernel another kernel size, padding, a window past the input or in_c not a multiple of 4 (dot) / 8."""
+    kernel another kernel size, padding, a window past the input or in_c not a multiple of 4 (dot) / 8.
+    sparse (pointwise only, conv2d_1x1_sparse[_dot]): the live output channels only, the ones proven
+    constant (packing.layer_constants) merged from a map (sparse_plan); None when no channel is
+    constant (such layers keep the dense kernel and its C)."""
     cin, (oh, ow) = x_shape[3], y_shape[1:3]
     if w is None or w.shape[3] != cin or not requant_ok(k["out_shift"], k["out_mult"]):
         return None
@@ -194,6 +99,8 @@ def conv2d_plan(k: dict, x_shape, w: np.ndarray, bias, y_shape, *, kind: str, po
         return None
     w2d = w.reshape(w.shape[0], -1)
     cout = w.shape[0]
+    if sparse:
+        return sparse_plan(k, x_shape, w2d, bias, y_shape, dot=dot, x=x, y=y) if pointwise else None
     q = qblob(fold_bias(w2d, bias, k["input_offset"]), k["out_mult"], k["out_shift"], cout)
     wpack = pack_dot(w2d) if dot else pack_mla(w2d)
     kp = k_padded(w2d.shape[1], dot)
@@ -208,21 +115,70 @@ def conv2d_plan(k: dict, x_shape, w: np.ndarray, bias, y_shape, *, kind: str, po
     return args, 4 * kp + 16  # four im2col rows and the slack of ecc_neon_im2col's 16-byte row copies
 
 
+def sparse_plan(k: dict, x_shape, w2d: np.ndarray, bias, y_shape, *, dot: bool, x: str = "input",
+                y: str = "output") -> tuple[list[CArg], int] | None:
+    """(argument list, scratch bytes) of conv2d_1x1_sparse[_dot] for [O, K] weights w2d (checked by
+    conv2d_plan), or None when no output channel is proven constant. Arguments as conv2d_1x1 with the
+    live count before the blob; the blob is pack_sparse_map, then the GEMM weights of the live rows
+    (its CArg.skipped: the parameters of the dead rows), qparams of the live rows (one zero quad when
+    none is live, never read); scratch: four staging rows of live_c and 16 bytes of load slack."""
+    split = split_constants(layer_constants(w2d, bias, k["input_offset"], k["out_mult"], k["out_shift"],
+                                            k["output_offset"], (k["act_min"], k["act_max"])))
+    if split is None:
+        return None
+    o, live = w2d.shape[0], split.live
+    mult = np.broadcast_to(np.asarray(k["out_mult"], np.int64).reshape(-1), (o,))[live]
+    shift = np.broadcast_to(np.asarray(k["out_shift"], np.int64).reshape(-1), (o,))[live]
+    b = None if bias is None else np.asarray(bias, np.int64).reshape(-1)[live]
+    q = qblob(fold_bias(w2d[live], b, k["input_offset"]), mult, shift, live.size) if live.size else \
+        np.zeros(16, np.int32)
+    gemm = (pack_dot(w2d[live]) if dot else pack_mla(w2d[live])) if live.size else np.zeros(0, np.int8)
+    args = [*map(CArg.lit, [*k["stride"], k["output_offset"], k["act_min"], k["act_max"], *x_shape]), CArg("act", x),
+            CArg.lit(live.size), CArg("array", np.concatenate([pack_sparse_map(split), gemm]), "wpack",
+                                      split.skipped(w2d.shape[1], bias is not None)),
+            CArg("array", q, "qparams"), *map(CArg.lit, y_shape[1:]), CArg("act", y)]
+    return args, 4 * live.size + 16
+
+
 @_memo
-def _conv2d_node(node: Node, graph: Graph, kind: str, pointwise: bool):
+def _conv2d_node(node: Node, graph: Graph, kind: str, pointwise: bool, sparse: bool = False):
     from toolchain.ops import conv2d
 
     if node.attrs.groups != 1:
         return None
     x, y = graph.t(node.inputs[0]), graph.t(node.outputs[0])
     bias = _const(graph, node.inputs[2]) if len(node.inputs) > 2 else None
-    return conv2d_plan(conv2d._s8_kwargs(node, graph), x.shape, _const(graph, node.inputs[1]), bias, y.shape,
-                       kind=kind, pointwise=pointwise, x=x.name, y=y.name)
+    plan = conv2d_plan(conv2d._s8_kwargs(node, graph), x.shape, _const(graph, node.inputs[1]), bias, y.shape,
+                       kind=kind, pointwise=pointwise, x=x.name, y=y.name, sparse=sparse)
+    if plan is not None and sparse and kind == "dot" and not sparse_dot_pays(plan[0], y.shape[3]):
+        return None
+    return plan
 
 
+# int8 weights not stored (= MACs saved per output pixel) per 16-channel merge block below which the
+# dense SDOT kernel is faster: each block costs ~14 instructions per pixel and the live count may
+# fall off the 16-channel tiles. VWW on aarch64: 4 of 64 channels dead at K 64 (256 per 4 blocks) ran
+# 13% slower sparse, 21 of 128 at K 64 (168 per block) even, 71 of 128 at K 128 (1136) 43% faster.
+# The Armv8.0 kernels (4-channel tiles, ~4x the instructions per MAC) gain on every VWW layer.
+SPARSE_DOT_MIN_SAVING = 256
+
+
+def sparse_dot_pays(args: list[CArg], out_c: int) -> bool:
+    """Whether the sparse SDOT plan `args` (sparse_plan) skips at least SPARSE_DOT_MIN_SAVING weights
+    per 16-channel block of its out_c channels (its blob's CArg.skipped weight bytes)."""
+    skipped = next(a for a in args if a.kind == "array").skipped[0]
+    return skipped >= SPARSE_DOT_MIN_SAVING * -(-out_c // 16)
+
+
+# each sparse kernel before the dense ones of its path: they apply only to 1x1 layers with a constant
+# output channel (the SDOT one only where it pays, sparse_dot_pays), which they run faster; every SDOT
+# kernel before the Armv8.0 ones (a dotprod board falls back to the dense SDOT kernel, not these)
 CONV2D = _variants("conv2d", _conv2d_node, [
+    ("1x1_sparse_dot", None, ("dot", True, True), DOTPROD),
     ("1x1_dot", None, ("dot", True), DOTPROD),
     ("dot", None, ("dot", False), DOTPROD),
+    ("1x1_sparse", None, ("pair", True, True), frozenset()),
+    ("1x1_sparse_nopair", "conv2d_1x1_sparse", ("nopair", True, True), frozenset()),
     ("1x1", None, ("pair", True), frozenset()),
     ("1x1_nopair", "conv2d_1x1", ("nopair", True), frozenset()),
     ("", None, ("pair", False), frozenset()),

@@ -8,7 +8,9 @@ QUANTIZE / DEQUANTIZE, TFLM quantize_common.cc and dequantize_common.cc.
 - Requantize (int8 -> int8, TFLite QUANTIZE with an int8 input, reference_ops::Requantize):
   MBQM(q - zp_in, QuantizeMultiplier(s_in / s_out)) + zp_out, saturated (concat.requantize_s8).
 Under `rounding: onnx` Quantize is ONNX QuantizeLinear (float32 division, ties to even) and Requantize
-rounds once, ties to even (the `_onnx` C twins). In the float twin of a model (all tensors real) the three are identities.
+is ORT's DequantizeLinear -> QuantizeLinear: round((q - zp_in) * float32(s_in / s_out)) + zp_out, the
+float32 ratio applied exactly in integers, ties to even (concat.rescale_exact_s8, as Concat; BL-25:
+the Q31 multiplier of the double ratio misses float32 ties such as 0.5 / 0.2f) (the `_onnx` C twins). In the float twin of a model (all tensors real) the three are identities.
 """
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from toolchain.ir import Graph, Node
-from toolchain.ops.concat import requant_params, requantize_s8
+from toolchain.ops.concat import concat_params, requant_params, requantize_s8, rescale_exact_s8
 from toolchain.ops.fixed_point import current_rounding, quantize_real
 from toolchain.ops.registry import CArg, OpDef, OpKind, portable, rounding_twins, register
 
@@ -96,10 +98,13 @@ class Requantize(_Edge):
         return [np.asarray(ins[0], np.float32)]
 
     def _params(self, node: Node, graph: Graph) -> tuple[int, int, int, int]:
-        return requant_params(graph.t(node.inputs[0]).quant, graph.t(node.outputs[0]).quant)
+        """tflm: (input_offset, Q31 mult, shift, output_offset); onnx: (input_offset, m, k, output_offset)."""
+        params = concat_params if current_rounding() == "onnx" else requant_params
+        return params(graph.t(node.inputs[0]).quant, graph.t(node.outputs[0]).quant)
 
     def reference_s8(self, node: Node, graph: Graph, ins: list[np.ndarray]) -> list[np.ndarray]:
-        return [requantize_s8(ins[0], *self._params(node, graph))]
+        exact = current_rounding() == "onnx"
+        return [(rescale_exact_s8 if exact else requantize_s8)(ins[0], *self._params(node, graph))]
 
     def kernel_args(self, node: Node, graph: Graph) -> list[CArg]:
         return [*map(CArg.lit, self._params(node, graph)), CArg.lit(self._size(node, graph)),

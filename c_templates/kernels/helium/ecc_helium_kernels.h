@@ -46,6 +46,23 @@ int ecc_helium_conv2d_1x1_relu_s8(int8_t *scratch,
     const int8_t *weights,
     int32_t out_h, int32_t out_w, int32_t out_c, int8_t *output);
 
+/* conv2d_1x1 without the output channels proven constant: live_c < out_c live channels; the blob
+ * holds a constant row (out_c int8 padded to 16) and then the live quads' records, each followed
+ * by its four output channels (uint32); conv2d_1x1_sparse_s8.c.j2 */
+int ecc_helium_conv2d_1x1_sparse_s8(int8_t *scratch,
+    int32_t stride_h, int32_t stride_w,
+    int32_t output_offset, int32_t act_min, int32_t act_max,
+    int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, const int8_t *input,
+    int32_t live_c, const int8_t *weights,
+    int32_t out_h, int32_t out_w, int32_t out_c, int8_t *output);
+
+int ecc_helium_conv2d_1x1_sparse_relu_s8(int8_t *scratch,
+    int32_t stride_h, int32_t stride_w,
+    int32_t output_offset, int32_t act_min, int32_t act_max,
+    int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, const int8_t *input,
+    int32_t live_c, const int8_t *weights,
+    int32_t out_h, int32_t out_w, int32_t out_c, int8_t *output);
+
 int ecc_helium_depthwise_conv2d_s8(int8_t *scratch,
     int32_t stride_h, int32_t stride_w, int32_t pad_top, int32_t pad_left, int32_t dilation_h, int32_t dilation_w,
     int32_t lanes_px, int32_t input_zp, int32_t output_offset, int32_t act_min, int32_t act_max,

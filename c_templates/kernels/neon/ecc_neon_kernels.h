@@ -60,6 +60,28 @@ int ecc_neon_conv2d_1x1_nopair_s8(int8_t *scratch,
     const int8_t *weights, const int32_t *qparams,
     int32_t out_h, int32_t out_w, int32_t out_c, int8_t *output);
 
+/* conv2d_1x1 without the output channels proven constant: live_c < out_c live channels; `weights`
+ * starts with the map of the constant channels (ecc_neon_requant.h), then the live rows' GEMM
+ * weights; qparams of the live channels only; scratch: 4 * live_c + 16 (the staging rows) */
+int ecc_neon_conv2d_1x1_sparse_dot_s8(int8_t *scratch,
+    int32_t stride_h, int32_t stride_w,
+    int32_t output_offset, int32_t act_min, int32_t act_max,
+    int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, const int8_t *input,
+    int32_t live_c, const int8_t *weights, const int32_t *qparams,
+    int32_t out_h, int32_t out_w, int32_t out_c, int8_t *output);
+int ecc_neon_conv2d_1x1_sparse_s8(int8_t *scratch,
+    int32_t stride_h, int32_t stride_w,
+    int32_t output_offset, int32_t act_min, int32_t act_max,
+    int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, const int8_t *input,
+    int32_t live_c, const int8_t *weights, const int32_t *qparams,
+    int32_t out_h, int32_t out_w, int32_t out_c, int8_t *output);
+int ecc_neon_conv2d_1x1_sparse_nopair_s8(int8_t *scratch,
+    int32_t stride_h, int32_t stride_w,
+    int32_t output_offset, int32_t act_min, int32_t act_max,
+    int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, const int8_t *input,
+    int32_t live_c, const int8_t *weights, const int32_t *qparams,
+    int32_t out_h, int32_t out_w, int32_t out_c, int8_t *output);
+
 int ecc_neon_depthwise_conv2d_s8(int8_t *scratch,
     int32_t stride_h, int32_t stride_w, int32_t pad_top, int32_t pad_left, int32_t dilation_h, int32_t dilation_w,
     int32_t input_zp, int32_t output_offset, int32_t act_min, int32_t act_max,

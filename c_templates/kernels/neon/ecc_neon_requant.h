@@ -71,4 +71,46 @@ ECC_NEON_INLINE void ecc_neon_store_tile(int32x4_t *acc, int32_t nq, int8_t *out
     }
 }
 
+/* ---- the output stage of the sparse pointwise kernels (conv2d_1x1_sparse[_dot]_s8.c.j2) ----
+ * The output channels proven constant (toolchain/ops/packing.py constant_channels) are neither stored
+ * nor computed: the GEMM writes the live channels of up to 4 pixels into a staging area (scratch,
+ * rows of live_c int8) and ecc_neon_sparse_merge builds each output pixel from it, 16 channels a step.
+ * Map (neon_variants.pack_sparse_map), the start of the `weights` blob, int8:
+ * - per block of 16 output channels (the last one padded): the constant row (each constant
+ *   channel's value, 0 at live channels), then 16 TBL indices (the channel's rank among the
+ *   block's live channels, or 0xFF at constant channels, where TBL gives 0);
+ * - per block, the number of live channels before it (int32, little-endian), padded to 16 bytes;
+ * then the SDOT / Armv8.0 GEMM weights of the live rows. The live channels keep their order, so a
+ * block's live outputs are one run of the staging row: one 16-byte load, one TBL, one ORR with the
+ * constant row give the block's 16 outputs. */
+
+/* Bytes of the map of out_c channels (the GEMM weights follow it). */
+ECC_NEON_INLINE int32_t ecc_neon_sparse_map_bytes(int32_t out_c)
+{
+    const int32_t nb = (out_c + 15) >> 4;
+    return 32 * nb + ((4 * nb + 15) & ~15);
+}
+
+/* One output pixel (out_c int8 at out) from its staging row st (live outputs in channel order,
+ * readable 16 bytes past the row's live_c) and the map. */
+ECC_NEON_INLINE void ecc_neon_sparse_merge(int8_t *out, const int8_t *st, const int8_t *map, int32_t out_c)
+{
+    const int32_t nb = (out_c + 15) >> 4;
+    const int8_t *starts = map + 32 * nb;
+    int32_t c, s;
+    int8x16_t v;
+    for (c = 0; c + 16 <= out_c; c += 16, map += 32, starts += 4) {
+        memcpy(&s, starts, 4);
+        v = vorrq_s8(vqtbl1q_s8(vld1q_s8(st + s), vld1q_u8((const uint8_t *)map + 16)), vld1q_s8(map));
+        vst1q_s8(out + c, v);
+    }
+    if (c < out_c) { /* the last block: out_c % 16 channels */
+        int8_t last[16];
+        memcpy(&s, starts, 4);
+        v = vorrq_s8(vqtbl1q_s8(vld1q_s8(st + s), vld1q_u8((const uint8_t *)map + 16)), vld1q_s8(map));
+        vst1q_s8(last, v);
+        ecc_neon_copy(out + c, last, out_c - c);
+    }
+}
+
 #endif /* ECC_NEON_REQUANT_H */

@@ -7,7 +7,9 @@
 #include "model.h"
 #include "weights.h"
 
-static int8_t ecc_arena[ECC_ARENA_SIZE] __attribute__((aligned(16), section(".arena")));
+/* Section ".bss.ecc_arena": GCC makes any ".bss.*" section NOBITS, so the arena takes no flash with a
+ * stock linker script (it lands in .bss); a custom script may place it by that name. */
+static int8_t ecc_arena[ECC_ARENA_SIZE] __attribute__((aligned(16), section(".bss.ecc_arena")));
 
 int ecc_model_init(void)
 {

@@ -1,0 +1,124 @@
+"""An unsupported model fails before any C is written, listing every unsupported node at once
+(issue 4; reviewer finding): unknown ops, unknown attribute names, unsupported attribute values,
+dtypes and shape constraints of the whole graph in one error whose head names the file and the
+count, for float ONNX, QDQ ONNX and int8 .tflite models. Conversion goes on after a bad node (its
+outputs get the shapes ONNX infers, or the shapes the .tflite file declares)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from _qdq_cases import ModelBuilder
+from onnx import helper, numpy_helper
+
+from toolchain.errors import UnsupportedModel
+from toolchain.frontend.onnx import load_onnx
+from toolchain.frontend.onnx_qdq import load_qdq
+from toolchain.frontend.tflite import load_tflite
+
+
+def _float_model(path: Path, nodes: list, x_shape: tuple[int, ...], outs: list[str], inits: dict) -> Path:
+    g = helper.make_graph(nodes, "t", [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, list(x_shape))],
+                          [helper.make_tensor_value_info(o, onnx.TensorProto.FLOAT, None) for o in outs],
+                          [numpy_helper.from_array(np.asarray(v, np.float32), k) for k, v in inits.items()])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    onnx.save(m, str(path))
+    return path
+
+
+def _head_and_items(msg: str, path: Path, n: int) -> list[str]:
+    assert "\n" not in msg and "Traceback" not in msg
+    assert msg.startswith(f"{path}: {n} unsupported"), msg
+    return msg.split("; ")
+
+
+def test_float_onnx_lists_unknown_ops_attribute_values_and_shape_constraints(tmp_path: Path) -> None:
+    # x -> Erf -> Softmax(axis 1 of 4-D, behind the unknown op) ; x -> Conv(group 3 on 4 channels)
+    # -> AveragePool(dilations 2) ; x -> Cos ; x -> Relu (fine)
+    nodes = [helper.make_node("Erf", ["x"], ["e"], name="erf_1"),
+             helper.make_node("Softmax", ["e"], ["s"], name="softmax_ax1", axis=1),
+             helper.make_node("Conv", ["x", "w"], ["c"], name="conv_g3", group=3),
+             helper.make_node("AveragePool", ["c"], ["p"], name="pool_dil", kernel_shape=[2, 2], dilations=[2, 2]),
+             helper.make_node("Cos", ["x"], ["k"], name="cos_2"),
+             helper.make_node("Relu", ["x"], ["r"], name="relu_fine")]
+    path = _float_model(tmp_path / "m.onnx", nodes, (1, 4, 6, 6), ["s", "p", "k", "r"],
+                        {"w": np.ones((6, 1, 1, 1))})
+    with pytest.raises(UnsupportedModel) as e:
+        load_onnx(path)
+    items = _head_and_items(str(e.value), path, 5)
+    assert "node erf_1 (Erf): unsupported op" in items[0]
+    assert "node cos_2 (Cos): unsupported op" in items[1]
+    assert "node softmax_ax1 (Softmax): unsupported Softmax over axis 1 (only the last axis)" in items[2]
+    assert "node conv_g3 (Conv): unsupported group 3 does not divide 4 input / 6 output channels" in items[3]
+    assert items[4] == "node pool_dil (AveragePool): unsupported dilated AveragePool"
+    assert items[5].startswith("supported ONNX ops: ") and "Conv" in items[5]
+    assert "relu_fine" not in str(e.value)
+
+
+def test_float_onnx_unknown_attribute_and_bad_value_together(tmp_path: Path) -> None:
+    # the reviewer's second example, plus an unknown attribute name on a third node
+    nodes = [helper.make_node("AveragePool", ["x"], ["p"], name="pool_dil", kernel_shape=[2, 2], dilations=[2, 2]),
+             helper.make_node("Softmax", ["x"], ["s"], name="sm", axis=1),
+             helper.make_node("MaxPool", ["x"], ["q"], name="mp", kernel_shape=[2, 2], sparkle=1)]
+    path = _float_model(tmp_path / "m.onnx", nodes, (1, 4, 6, 6), ["p", "s", "q"], {})
+    with pytest.raises(UnsupportedModel) as e:
+        load_onnx(path)
+    items = _head_and_items(str(e.value), path, 3)
+    assert items[0].endswith("node mp (MaxPool): unsupported attribute(s) sparkle")
+    assert items[1:] == ["node pool_dil (AveragePool): unsupported dilated AveragePool",
+                         "node sm (Softmax): unsupported Softmax over axis 1 (only the last axis)"]
+
+
+def test_qdq_onnx_lists_strip_errors_unknown_ops_and_attribute_values(tmp_path: Path) -> None:
+    m = ModelBuilder(13)
+    x = m.dq(m.q(m.input("x", (1, 4, 6, 6)), 0.05, 0, "xq"), 0.05, 0, "xd")
+    m.node("Erf", [x], "e")                                                        # unknown op
+    m.dq(m.q(m.node("Softmax", ["e"], "s", axis=1), 1 / 256, -128, "sq"), 1 / 256, -128, "sd")  # axis 1 of 4-D
+    m.dq(m.q(m.node("AveragePool", [x], "p", kernel_shape=[2, 2], dilations=[2, 2]), 0.05, 0, "pq"), 0.05, 0, "pd")
+    m.node("DequantizeLinear", ["xq", m.const("s2", 0.1), m.const("z2", 0, np.int8)], "x2")  # a requantization
+    for o in ("sd", "pd", "x2"):
+        m.output(o)
+    path = m.save(tmp_path / "q.onnx")
+    with pytest.raises(UnsupportedModel) as e:
+        load_qdq(path)
+    msg = str(e.value)
+    items = _head_and_items(msg, path, 4)
+    assert "(DequantizeLinear): unsupported" in items[0] and "a requantization" in items[0], msg
+    assert items[1] == "node n2_Erf (Erf): unsupported op"
+    assert items[2] == "node n3_Softmax (Softmax): unsupported Softmax over axis 1 (only the last axis)"
+    assert items[3] == "node n6_AveragePool (AveragePool): unsupported dilated AveragePool"
+
+
+def test_tflite_lists_unknown_ops_options_and_quantization(tmp_path: Path) -> None:
+    from _tflite_cases import Model, S
+
+    m = Model()
+    t0, t1 = (m.tensor((1, 4, 4, 2), S.TensorType.INT8, 0.1, 0) for _ in range(2))
+    t2 = m.tensor((1, 2, 2, 2), S.TensorType.INT8, 0.5, 0)            # pool output on another grid
+    t3 = m.tensor((1, 2, 2, 2), S.TensorType.INT8, 0.1, 0)            # softmax output not on 1/256, -128
+    t4 = m.tensor((1, 4, 4, 2), S.TensorType.INT8, 0.1, 0)
+    pool = S.Pool2DOptionsT()
+    pool.padding, pool.strideH, pool.strideW, pool.filterHeight, pool.filterWidth = S.Padding.VALID, 2, 2, 2, 2
+    soft = S.SoftmaxOptionsT()
+    soft.beta = 1.0
+    relu = S.Pool2DOptionsT()
+    relu.padding, relu.strideH, relu.strideW, relu.filterHeight, relu.filterWidth = S.Padding.SAME, 1, 1, 1, 1
+    relu.fusedActivationFunction = 4                                       # TANH
+    ops = [(S.BuiltinOperator.EXP, 0, None, [t0], [t1]),
+           (S.BuiltinOperator.AVERAGE_POOL_2D, S.BuiltinOptions.Pool2DOptions, pool, [t1], [t2]),
+           (S.BuiltinOperator.SOFTMAX, S.BuiltinOptions.SoftmaxOptions, soft, [t2], [t3]),
+           (S.BuiltinOperator.MAX_POOL_2D, S.BuiltinOptions.Pool2DOptions, relu, [t0], [t4])]
+    path = tmp_path / "four.tflite"
+    path.write_bytes(m.build_ops(ops, [t0], [t3, t4]))
+    with pytest.raises(UnsupportedModel) as e:
+        load_tflite(path)
+    msg = str(e.value)
+    items = _head_and_items(msg, path, 4)
+    assert items[0].endswith("operator 0 't1' (EXP): unsupported op")
+    assert items[1].startswith("operator 1 't2' (AVERAGE_POOL_2D): unsupported pooling from scale")
+    assert items[2].startswith("operator 2 't3' (SOFTMAX): unsupported softmax output quantization")
+    assert items[3] == "operator 3 't4' (MAX_POOL_2D): unsupported fused activation 4 (TANH/SIGN_BIT)"
+    assert items[4].startswith("supported TFLite ops: ") and "CONV_2D" in items[4]

@@ -1,0 +1,129 @@
+"""Offline parts of the NEON kernel variants (neon_variants.py): the weight re-packing each kernel
+reads (SDOT tiles, SMLAL pairs, depthwise), the input zero point folded into the bias, the
+requantization blob and the predicates on weights and shifts. Conventions on the C side:
+c_templates/kernels/neon/ecc_neon.h.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from toolchain.ops.packing import ConstantSplit
+
+SHIFT_RANGE = (-31, 30)  # TFLite's range; ecc_neon_rq is exact over it
+
+
+def lane_safe(w: np.ndarray) -> bool:
+    """Every weight in [-127, 127]: a kernel pairing two products in one int16 lane stays exact
+    (|x w + x' w'| <= 2 * 128 * 127 < 2^15). BL-04: imported weights may hold -128."""
+    return bool(w.size == 0 or int(np.min(w)) >= -127)
+
+
+def wrap32(v: np.ndarray) -> np.ndarray:
+    """int64 -> int32 with two's complement wrap-around (the C accumulator's arithmetic)."""
+    return ((np.asarray(v, np.int64) + 2**31) % 2**32 - 2**31).astype(np.int32)
+
+
+def fold_bias(w2d: np.ndarray, bias: np.ndarray | None, input_offset: int) -> np.ndarray:
+    """bias + input_offset * sum_k w[o, k], wrapped to int32 like the accumulator."""
+    b = np.zeros(w2d.shape[0], np.int64) if bias is None else np.asarray(bias, np.int64).reshape(-1)
+    return wrap32(b + int(input_offset) * w2d.astype(np.int64).sum(axis=1))
+
+
+def requant_ok(shift, mult) -> bool:
+    """The shifts are inside SHIFT_RANGE and the multipliers in [0, 2^31) (TFLite's are; ecc_neon_mbqm
+    relies on it)."""
+    s, m = np.asarray(shift, np.int64), np.asarray(mult, np.int64)
+    return bool(s.size and m.size and s.min() >= SHIFT_RANGE[0] and s.max() <= SHIFT_RANGE[1]
+                and m.min() >= 0 and m.max() < 2**31)
+
+
+def qblob(bias: np.ndarray, mult, shift, n: int) -> np.ndarray:
+    """The requantization blob (ecc_neon.h): per quad of output channels {bias', mult, lsh, rsh}
+    as four int32 vectors; channels padded to a multiple of 4 with zeros (multiplier 0)."""
+    np4 = -(-n // 4) * 4
+    cols = np.zeros((4, np4), np.int64)
+    shift = np.broadcast_to(np.asarray(shift, np.int64).reshape(-1), (n,))
+    cols[0, :n] = bias
+    cols[1, :n] = np.broadcast_to(np.asarray(mult, np.int64).reshape(-1), (n,))
+    cols[2, :n] = np.maximum(shift, 0)
+    cols[3, :n] = np.minimum(shift, 0)
+    return cols.reshape(4, np4 // 4, 4).transpose(1, 0, 2).reshape(-1).astype(np.int32)
+
+
+def k_padded(k: int, dot: bool) -> int:
+    """GEMM row length: a multiple of 4 (SDOT groups) or 8 (Armv8.0 chunks of 16, then 8)."""
+    a = 4 if dot else 8
+    return -(-k // a) * a
+
+
+def dot_tiles(n: int) -> list[int]:
+    """Output-channel tile widths of the SDOT kernels: 16s, then an 8 if >= 8 remain, then 4s."""
+    tiles = [16] * (n // 16)
+    rest = n - 16 * len(tiles)
+    if rest >= 8:
+        tiles.append(8)
+        rest -= 8
+    return tiles + [4] * -(-rest // 4)
+
+
+def pack_dot(w2d: np.ndarray) -> np.ndarray:
+    """[O, K] int8 -> the SDOT GEMM weight order: per channel tile (dot_tiles), per 4-k group, per
+    channel of the tile its 4 int8; K and the last tile zero-padded."""
+    o, k = w2d.shape
+    kp = k_padded(k, True)
+    parts, oc = [], 0
+    for t in dot_tiles(o):
+        blk = np.zeros((t, kp), np.int8)
+        n = min(t, o - oc)
+        blk[:n, :k] = w2d[oc:oc + n]
+        parts.append(blk.reshape(t, kp // 4, 4).transpose(1, 0, 2).reshape(-1))
+        oc += t
+    return np.concatenate(parts)
+
+
+def pack_mla(w2d: np.ndarray) -> np.ndarray:
+    """[O, K] int8 -> the Armv8.0 GEMM weight order: per tile of 4 channels, per 16-k chunk the
+    four channels' 16 int8, then for a last 8-k chunk their 8 int8; zero-padded."""
+    o, k = w2d.shape
+    kp = k_padded(k, False)
+    op = -(-o // 4) * 4
+    wp = np.zeros((op, kp), np.int8)
+    wp[:o, :k] = w2d
+    full = kp // 16 * 16
+    parts = []
+    for t in range(op // 4):
+        rows = wp[4 * t:4 * t + 4]
+        parts.append(rows[:, :full].reshape(4, full // 16, 16).transpose(1, 0, 2).reshape(-1))
+        if kp > full:
+            parts.append(rows[:, full:].reshape(-1))
+    return np.concatenate(parts)
+
+
+def pack_depthwise(w: np.ndarray) -> np.ndarray:
+    """[1, KH, KW, C] int8 (C % 8 == 0) -> per block of 16 channels (8 for a last block), per tap,
+    the block's int8."""
+    c = w.shape[3]
+    taps = w.reshape(-1, c)
+    parts, c0 = [], 0
+    while c0 < c:
+        n = 16 if c - c0 >= 16 else 8
+        parts.append(taps[:, c0:c0 + n].reshape(-1))
+        c0 += n
+    return np.concatenate(parts)
+
+
+def pack_sparse_map(split: ConstantSplit) -> np.ndarray:
+    """The map of the output channels proven constant that starts the weight blob of the sparse 1x1
+    kernels (ecc_neon_requant.h, ecc_neon_sparse_merge), int8: per block of 16 channels (the last one zero-padded) the
+    constant row (split.row) and 16 TBL indices (a live channel's rank among the block's live
+    channels, -1 = 0xFF at constant channels, where TBL gives 0); then per block the number of live
+    channels before it (int32, little-endian), zero-padded to a multiple of 16 bytes."""
+    nb = -(-split.row.size // 16)
+    live = np.zeros(16 * nb, bool)
+    live[split.live] = True
+    live = live.reshape(nb, 16)
+    perm = np.where(live, np.cumsum(live, axis=1) - 1, -1).astype(np.int8)
+    starts = np.zeros(-(-nb // 4) * 4, np.int64)
+    starts[1:nb] = np.cumsum(live.sum(axis=1))[:-1]
+    return np.concatenate([np.stack([split.row_padded(16).reshape(nb, 16), perm], axis=1).reshape(-1),
+                           wrap32(starts).astype("<i4").view(np.int8)])
