@@ -102,9 +102,8 @@ def _finalize(tmp: Path, out: Path) -> None:
                               "as a whole\n", encoding="utf-8")
     try:
         if out.exists():
-            old = out.with_name(f".{out.name}.old")
-            shutil.rmtree(old, ignore_errors=True)
-            out.rename(old)
+            old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))  # a fresh name: nothing else removed
+            out.rename(old / out.name)
             tmp.rename(out)
             shutil.rmtree(old, ignore_errors=True)
         else:
@@ -115,14 +114,21 @@ def _finalize(tmp: Path, out: Path) -> None:
                          "check the folder's permissions or choose another --out") from None
 
 
+# What an OUT of one board holds at its top level; an older OUT (before the marker) is recognised
+# only when it holds nothing else, so a user's project that merely contains lib/model.h is never taken.
+_OUT_ENTRIES = {"lib", "fw", "report.json", "report.md", "report.csv", "report.html", "cost.png", "cumulative.png",
+                "sqnr.png", "memory.png"}
+
+
 def _older_out(folder: Path) -> bool:
-    """An OUT of an edgecc from before the marker: one board's (report.json or fw/firmware.elf beside
-    lib/model.h) or a sweep's (summary.json and such board folders)."""
+    """An OUT of an edgecc from before the marker: one board's (lib/model.h beside report.json or
+    fw/firmware.elf, and only _OUT_ENTRIES) or a sweep's (summary.json and only such board folders)."""
+    names = {e.name for e in folder.iterdir()}
     if (folder / "lib" / "model.h").is_file():
-        return (folder / "report.json").is_file() or (folder / "fw" / "firmware.elf").is_file()
-    entries = list(folder.iterdir())
-    boards = [e for e in entries if e.name != "summary.json"]
-    return bool(boards) and all(e.is_dir() and (e / "lib" / "model.h").is_file() for e in boards)
+        return names <= _OUT_ENTRIES and ((folder / "report.json").is_file()
+                                          or (folder / "fw" / "firmware.elf").is_file())
+    boards = [folder / n for n in names - {"summary.json"}]
+    return "summary.json" in names and bool(boards) and all(b.is_dir() and _older_out(b) for b in boards)
 
 
 def _check_out(out: Path, inputs: list[Path]) -> None:

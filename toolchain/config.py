@@ -29,6 +29,9 @@ _BOOLS = ("profile", "debug_guards")
 # weights_section is pasted into C (__attribute__((section(...)))) and the linker script: a plain
 # section name only, no quotes, spaces or escapes.
 SECTION_RE = re.compile(r"^\.?[A-Za-z_][A-Za-z0-9_.$]*$")
+# Sections a toolchain treats as RAM (zeroed, copied at start-up or kept over reset) or as the arena:
+# weights there would cost RAM or fail to build (GCC refuses initialised data in .bss).
+RAM_SECTION_RE = re.compile(r"^\.(bss|data|noinit|sbss|sdata|tbss|tdata|heap|stack|arena)(\.|$)")
 
 
 def _checked(key: str, value: Any, where: str) -> Any:
@@ -62,6 +65,8 @@ def _checked(key: str, value: Any, where: str) -> Any:
         raise bad("a non-empty string")
     if key == "weights_section" and not SECTION_RE.match(value):
         raise bad("a linker section name such as .weights (letters, digits, _ . $)")
+    if key == "weights_section" and RAM_SECTION_RE.match(value):
+        raise bad("a read-only (flash) section such as .weights or .rodata.weights, not a RAM section")
     return value
 
 
@@ -126,11 +131,16 @@ def _preprocess(raw: Any, where: str) -> Preprocess:
                 raise ValueError("cast must be float32")
             kw["cast"] = "float32"
         if raw.get("resize") is not None:
-            kw["resize"] = tuple(int(v) for v in raw["resize"])
-            if len(kw["resize"]) != 2:
-                raise ValueError("resize must be [height, width]")
+            r = raw["resize"]
+            if not isinstance(r, list) or len(r) != 2 or any(isinstance(v, bool) or not isinstance(v, int) or v < 1
+                                                            for v in r):
+                raise ValueError(f"resize must be [height, width] of positive integers, not {r!r}")
+            kw["resize"] = tuple(r)
         if "scale" in raw:
-            kw["scale"] = float(raw["scale"])
+            v = raw["scale"]
+            if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) or v == 0:
+                raise ValueError(f"scale must be a finite non-zero number, not {v!r}")
+            kw["scale"] = float(v)
         for k in ("mean", "std"):
             if k in raw:
                 v = raw[k]

@@ -412,6 +412,38 @@ def test_out_of_an_older_edgecc_without_marker_is_replaced(edgecc, need_board, t
     assert "/* old */" not in (out / "lib" / "model.h").read_text()
 
 
+def test_projects_that_merely_hold_lib_model_h_are_not_taken_for_an_older_out(edgecc, tmp_path):
+    """A firmware workspace holding copies of OUT/lib (as the README suggests) beside its own sources,
+    alone or as board-like subfolders, is not an older edgecc OUT: refused, nothing removed."""
+    ws = tmp_path / "ws"
+    for app in ("app1", "app2"):
+        (ws / app / "lib").mkdir(parents=True)
+        (ws / app / "lib" / "model.h").write_text("/* copied */\n")
+        (ws / app / "src").mkdir()
+        (ws / app / "src" / "main.c").write_text("int main(void) { return 0; }\n")
+    (ws / "summary.json").write_text("{}\n")
+    proj = ws / "app1"
+    (proj / "report.json").write_text("{}\n")
+    for out in (ws, proj):
+        res = edgecc("build", DIGITS_YAML, "--board", "host", "--out", out)
+        assert res.code == 2 and "not written by edgecc" in res.err, res.err
+    assert (ws / "app2" / "src" / "main.c").is_file() and (proj / "src" / "main.c").is_file()
+
+
+def test_a_sibling_named_like_the_backup_of_out_is_kept(edgecc, need_board, tmp_path):
+    """Replacing an OUT once deleted any `.<OUT>.old` folder beside it without a check."""
+    need_board("host")
+    out = tmp_path / "o"
+    assert edgecc("build", DIGITS_YAML, "--board", "host", "--out", out, "--quiet").code == 0
+    precious = tmp_path / ".o.old"
+    precious.mkdir()
+    (precious / "keep.txt").write_text("precious\n")
+    res = edgecc("build", DIGITS_YAML, "--board", "host", "--out", out, "--quiet")
+    assert res.code == 0, res.err
+    assert (precious / "keep.txt").read_text() == "precious\n"
+    assert leftovers(out) == [".o.old"]
+
+
 def test_out_under_a_regular_file_is_one_line(edgecc, tmp_path):
     f = tmp_path / "file"
     f.write_text("data\n")

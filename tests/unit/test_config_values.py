@@ -34,6 +34,11 @@ def _yaml(tmp_path, line: str, model: str = "m.onnx"):
     ('weights_section: ".w\\")))) int x; //"', "a linker section name"),
     ("weights_section: .my weights", "a linker section name"),
     ("input_shapes: {x: [1, 2.5]}", "lists of positive integers"),
+    ("weights_section: .bss.ecc_arena", "not a RAM section"),
+    ("weights_section: .data", "not a RAM section"),
+    ("preprocess: {resize: [0, 8]}", "positive integers"),
+    ("preprocess: {resize: [8.7, 8]}", "positive integers"),
+    ("preprocess: {scale: true}", "finite non-zero number"),
 ])
 def test_wrong_yaml_values_are_one_line_errors(tmp_path, line, expected):
     key, _, value = line.partition(": ")
