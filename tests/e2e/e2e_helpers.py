@@ -31,3 +31,20 @@ def leftovers(out: Path) -> list[str]:
 def finish(res, out: Path) -> Job:
     rj = out / "report.json"
     return Job(res.code, res.out, res.err, out, json.loads(rj.read_text()) if rj.is_file() else None)
+
+
+def assert_rejected(res, out, *needles: str) -> str:
+    """Exit 2, one error line containing every needle, no traceback, nothing written."""
+    assert "Traceback" not in res.err, f"traceback instead of a one-line error:\n{res.err}"
+    assert res.code == 2, f"exit {res.code}, expected 2; stderr:\n{res.err}"
+    lines = res.err.strip().splitlines()
+    assert len(lines) == 1, f"expected one error line, got {len(lines)}:\n{res.err}"
+    line = lines[0]
+    assert line.startswith("edgecc: error: "), line
+    for n in needles:
+        assert n in line, f"{n!r} not in the error line: {line}"
+    assert res.out == "", f"stdout should be empty on bad input: {res.out!r}"
+    assert not out.exists(), f"OUT {out} was written"
+    if out.parent.exists():
+        assert leftovers(out) == [], f"left beside OUT: {leftovers(out)}"
+    return line

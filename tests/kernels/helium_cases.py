@@ -58,11 +58,7 @@ def fc_cases(tag: str, x, w, bias, k: dict, expected) -> list[Case]:
         for mode in hv.MODES))
 
 
-def pool_cases(tag: str, kind: str, x, kw: dict, expected, count_include_pad: bool = False,
-               pad_end: tuple[int, int] = (0, 0), pad_value: int = 0) -> list[Case]:
-    if kind == "avg" and kw["kernel"][0] * kw["kernel"][1] > 255:
-        return []
-    return [isa_cases.pool_case(ISA, tag, kind, x, kw, expected, count_include_pad, pad_end, pad_value)]
+pool_cases = isa_cases.pool_cases_for(ISA, isa_cases.avg_window_fits_u8)
 
 
 def add_cases(tag: str, x1, x2, p: AddParams, lo: int, hi: int, expected) -> list[Case]:

@@ -48,6 +48,22 @@ def pool_case(isa: str, tag: str, kind: str, x, kw: dict, expected, count_includ
     return case(f"{tag}-{kind}_pool2d", f"{prefix(isa)}{kind}_pool2d_s8", args, {"input": x}, "output", 0, expected)
 
 
+def pool_cases_for(isa: str, applies: Callable[[str, np.ndarray, dict], bool]) -> Builder:
+    """The pool_cases builder of `isa`: pool_case when applies(kind, x, kw) (the ISA's pool entry
+    point takes that window and input), else no case."""
+    def pool_cases(tag: str, kind: str, x, kw: dict, expected, count_include_pad: bool = False,
+                   pad_end: tuple[int, int] = (0, 0), pad_value: int = 0) -> list[Case]:
+        if not applies(kind, x, kw):
+            return []
+        return [pool_case(isa, tag, kind, x, kw, expected, count_include_pad, pad_end, pad_value)]
+    return pool_cases
+
+
+def avg_window_fits_u8(kind: str, x, kw: dict) -> bool:
+    """dsp and helium pools: an average window of at most 255 taps (its count is held in 8 bits)."""
+    return kind != "avg" or kw["kernel"][0] * kw["kernel"][1] <= 255
+
+
 def add_case(isa: str, tag: str, x1, x2, p: AddParams, lo: int, hi: int, expected, scratch: int) -> Case:
     """The elementwise add case: the argument list every ISA's add entry point takes."""
     ints = [p.input1_offset, p.input1_mult, p.input1_shift, p.input2_offset, p.input2_mult, p.input2_shift,

@@ -64,11 +64,8 @@ def fc_cases(tag: str, x, w, bias, k: dict, expected) -> list[Case]:
         for kind in KINDS))
 
 
-def pool_cases(tag: str, kind: str, x, kw: dict, expected, count_include_pad: bool = False,
-               pad_end: tuple[int, int] = (0, 0), pad_value: int = 0) -> list[Case]:
-    if x.shape[3] % 8 or (kind == "avg" and not nv.avg_window_ok(kw["kernel"])):
-        return []
-    return [isa_cases.pool_case(ISA, tag, kind, x, kw, expected, count_include_pad, pad_end, pad_value)]
+pool_cases = isa_cases.pool_cases_for(  # 8-channel vectors; avg windows nv.avg_window_ok takes
+    ISA, lambda kind, x, kw: x.shape[3] % 8 == 0 and (kind != "avg" or nv.avg_window_ok(kw["kernel"])))
 
 
 def add_cases(tag: str, x1, x2, p: AddParams, lo: int, hi: int, expected) -> list[Case]:

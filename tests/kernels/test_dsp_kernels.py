@@ -5,7 +5,6 @@ through a semihosting file; outputs, return codes and guard bytes after every ou
 buffer (scratch_bytes is exact) come back in another. See dsp_harness.py and dsp_cases.py."""
 from __future__ import annotations
 
-import os
 
 import numpy as np
 import pytest
@@ -17,27 +16,16 @@ SETS = dsp_cases.conformance_sets()
 CASES = [c for fam, name in SETS for c in dsp_cases.conformance_cases(fam, name)] + dsp_cases.random_cases()
 
 
-def _need(board: str) -> None:
-    from targets import load_target
-    from targets.toolchain_check import missing_tools
-
-    missing = missing_tools(load_target(board))
-    if missing:
-        msg = f"board {board}: missing tools: {', '.join(missing)}"
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(msg)
-        pytest.skip(msg)
-
 
 _RESULTS: dict[str, list] = {}
 
 
 @pytest.fixture(scope="session")
-def results(tmp_path_factory):
+def results(tmp_path_factory, need_board):
     """board -> per-case (rc, guards intact, output), one firmware build and one QEMU run per board."""
     def get(board: str):
         if board not in _RESULTS:
-            _need(board)
+            need_board(board)
             out = tmp_path_factory.mktemp(f"dsp_{board}")
             _RESULTS[board] = dsp_harness.run(board, dsp_harness.build(board, out), CASES, out / "run")
         return _RESULTS[board]

@@ -7,7 +7,6 @@ without a compiler: blob layouts, the zero-point fold, the predicates (BL-04) an
 variants are chosen only on boards with the `mve` feature."""
 from __future__ import annotations
 
-import os
 import subprocess
 
 import numpy as np
@@ -22,21 +21,10 @@ SETS = helium_cases.conformance_sets()
 CASES = [c for fam, name in SETS for c in helium_cases.conformance_cases(fam, name)] + helium_cases.random_cases()
 
 
-def _need() -> None:
-    from targets import load_target
-    from targets.toolchain_check import missing_tools
-
-    missing = missing_tools(load_target(helium_harness.BOARD))
-    if missing:
-        msg = f"board {helium_harness.BOARD}: missing tools: {', '.join(missing)}"
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(msg)
-        pytest.skip(msg)
-
 
 @pytest.fixture(scope="module")
-def firmware(tmp_path_factory):
-    _need()
+def firmware(tmp_path_factory, need_board):
+    need_board(helium_harness.BOARD)
     out = tmp_path_factory.mktemp("helium_fw")
     return out, helium_harness.build(out)
 

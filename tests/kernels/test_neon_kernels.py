@@ -7,7 +7,6 @@ codes and guard bytes after every output and scratch buffer (scratch_bytes is ex
 another. See neon_harness.py and neon_cases.py."""
 from __future__ import annotations
 
-import os
 import subprocess
 
 import numpy as np
@@ -26,27 +25,16 @@ def _board_cases(board: str) -> list:
     return [c for c in CASES if dot or "_dot_" not in c.function]
 
 
-def _need(board: str) -> None:
-    from targets import load_target
-    from targets.toolchain_check import missing_tools
-
-    missing = missing_tools(load_target(board))
-    if missing:
-        msg = f"board {board}: missing tools: {', '.join(missing)}"
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(msg)
-        pytest.skip(msg)
-
 
 _RESULTS: dict[str, tuple] = {}
 
 
 @pytest.fixture(scope="session")
-def results(tmp_path_factory):
+def results(tmp_path_factory, need_board):
     """board -> (per-case (rc, guards intact, output), program ELF), one build and one QEMU run per board."""
     def get(board: str):
         if board not in _RESULTS:
-            _need(board)
+            need_board(board)
             out = tmp_path_factory.mktemp(f"neon_{board}")
             elf = neon_harness.build(board, out)
             _RESULTS[board] = (neon_harness.run(board, elf, _board_cases(board), out / "run")[0], elf)
