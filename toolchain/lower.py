@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from dataclasses import replace
 
+import toolchain.isa  # noqa: F401 - attaches the ISA kernel variants (dsp, helium, neon) to the ops
 from toolchain.errors import UnsupportedModel
 from toolchain.ir import Graph
 from toolchain.ops.registry import KernelVariant, opdef

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-import toolchain.ops  # noqa: F401 - registers every op
+import toolchain.isa  # noqa: F401 - registers every op and its ISA kernel variants
 from quantize import quantize
 from quantize.dequantize import dequantize_graph
 from targets import Target

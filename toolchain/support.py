@@ -68,7 +68,7 @@ def _isa_cell(isa: str, variants: list) -> str:
 def kernel_table() -> tuple[list[str], list[tuple[str, list[str]]]]:
     """(board groups, rows): one column per group of boards with the same kernel preference; each
     row is an IR op with, per group, its variants in the order the boards try them."""
-    import toolchain.ops  # noqa: F401 - registers every op
+    import toolchain.isa  # noqa: F401 - registers every op and its ISA kernel variants
     from targets import list_targets
     from toolchain.ops.registry import REGISTRY
 

@@ -141,7 +141,7 @@ def test_flash_within_weights_plus_16k(int8_run, model):
 
 # The Helium and NEON 1x1 kernels skip the same proven-constant channels (conv2d_1x1_sparse[_dot]),
 # except that the SDOT one keeps two VWW layers dense where skipping saves too little per 16-channel
-# block (neon_variants.sparse_dot_pays: 4 of 64 channels at K 64, 21 of 128 at K 64). Measured VWW:
+# block (isa/neon.sparse_dot_pays: 4 of 64 channels at K 64, 21 of 128 at K 64). Measured VWW:
 # mps3-an547 2,639,361 -> 2,203,550 instructions, flash 261,220 -> 103,328 B; aarch64 2,073,642 ->
 # 1,778,190, flash 279,028 -> 122,048 B; aarch64-v80 (every VWW layer sparse) 3,541,248 -> 2,700,478,
 # flash 272,132 -> 111,384 B. The other three models have no constant channel: dense kernels.

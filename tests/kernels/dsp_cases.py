@@ -2,7 +2,7 @@
 kernels implement, and seeded random cases for the corners (odd channel counts, strides, padding
 on every side, dilation, depth multipliers, zero points -128/127, every requantization mode).
 
-Each case goes through the compiler's own glue (the ops' `dsp_plan`, add's `dsp_exact`) for every
+Each case goes through the compiler's own glue (toolchain/isa/dsp.py's plans and `dsp_exact`) for every
 dsp entry point that accepts it, so the re-packed weights, folded biases and requantization arrays
 are the ones a model would get; the expected output is the conformance output_ref or the numpy
 reference of toolchain/ops (the portable kernels are held to the same references). The shared
@@ -15,10 +15,11 @@ import numpy as np
 import isa_cases
 from dsp_harness import Case
 from isa_cases import CONF, FAMILIES, _act, _requant, conformance_sets  # noqa: F401 - re-exported
+from toolchain.isa import dsp
 from toolchain.ops import add, conv2d, depthwise_conv2d, fully_connected
 from toolchain.ops.common import Window
 from toolchain.ops.fixed_point import AddParams, add_params
-from toolchain.ops.packing import MODES
+from toolchain.isa.packing import MODES
 from toolchain.ops.pool2d import avg_pool2d_s8, max_pool2d_s8
 
 ISA = "dsp"
@@ -33,30 +34,30 @@ def function(op: str, variant: str, mode: str) -> str:
 def conv_cases(tag: str, x, w, bias, k: dict, expected) -> list[Case]:
     return isa_cases.planned_cases(ISA, tag, x, expected, (
         (function("conv2d", "1x1" if pointwise else "", mode),
-         conv2d.dsp_plan(k, x.shape, w, bias, expected.shape, mode=mode, pointwise=pointwise))
+         dsp.conv2d_plan(k, x.shape, w, bias, expected.shape, mode=mode, pointwise=pointwise))
         for pointwise in (True, False) for mode in MODES)) + isa_cases.planned_cases(ISA, tag, x, expected, (
         (function("conv2d", "1x1_sparse", mode),
-         conv2d.dsp_plan(k, x.shape, w, bias, expected.shape, mode=mode, pointwise=True, sparse=True))
+         dsp.conv2d_plan(k, x.shape, w, bias, expected.shape, mode=mode, pointwise=True, sparse=True))
         for mode in MODES))
 
 
 def depthwise_cases(tag: str, x, w, bias, k: dict, expected) -> list[Case]:
     return isa_cases.planned_cases(ISA, tag, x, expected, (
         (function("depthwise_conv2d", "3x3" if three else "", mode),
-         depthwise_conv2d.dsp_plan(k, x.shape, w, bias, expected.shape, mode=mode, three=three))
+         dsp.depthwise_plan(k, x.shape, w, bias, expected.shape, mode=mode, three=three))
         for three in (True, False) for mode in MODES))
 
 
 def fc_cases(tag: str, x, w, bias, k: dict, expected) -> list[Case]:
     return isa_cases.planned_cases(ISA, tag, x, expected, [
-        ("ecc_dsp_fully_connected_s8", fully_connected.dsp_plan(k, x.shape, w, bias, expected.shape))])
+        ("ecc_dsp_fully_connected_s8", dsp.fc_plan(k, x.shape, w, bias, expected.shape))])
 
 
 pool_cases = isa_cases.pool_cases_for(ISA, isa_cases.avg_window_fits_u8)
 
 
 def add_cases(tag: str, x1, x2, p: AddParams, lo: int, hi: int, expected) -> list[Case]:
-    if not add.dsp_exact(p):
+    if not dsp.dsp_exact(p):
         return []
     return [isa_cases.add_case(ISA, tag, x1, x2, p, lo, hi, expected, 2048)]
 

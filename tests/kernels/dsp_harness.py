@@ -1,7 +1,7 @@
 """One Cortex-M test firmware for all DSP kernel cases: build it, feed it cases, read the results.
 
 A case is one call of one dsp entry point (c_templates/kernels/dsp/) with its argument list as the
-compiler's Python glue builds it (the ops' `dsp_plan` functions, i.e. re-packed weights, folded bias,
+compiler's Python glue builds it (the plans of toolchain/isa/dsp.py, i.e. re-packed weights, folded bias,
 requantization arrays) and the expected output of the numpy reference. All cases of a run travel to
 the firmware in one semihosting file (cases.bin); the firmware calls each kernel, checks guard bytes
 after its output and its scratch (scratch_bytes must be exact), and writes results.bin. The protocol

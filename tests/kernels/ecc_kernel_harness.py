@@ -16,13 +16,8 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 REPO = Path(__file__).resolve().parents[2]
 KERNELS_DIR = REPO / "c_templates" / "kernels"
 PORTABLE_DIR = KERNELS_DIR / "portable"
-HEADERS = (KERNELS_DIR / "ecc_kernels.h", PORTABLE_DIR / "ecc_fixed_point.h", PORTABLE_DIR / "ecc_float_edge_kernels.h")
-OPS = ("conv2d_s8", "depthwise_conv2d_s8", "fully_connected_s8", "avg_pool2d_s8", "max_pool2d_s8",
-       "add_s8", "softmax_s8", "clamp_s8", "transpose_s8", "mul_s8", "pad_s8",
-       # issue 4 (their vectors run through tests/ops/_c_graph.py with the op modules' argument lists)
-       "add_broadcast_s8", "sub_s8", "concat_s8", "mean_s8", "logistic_s8", "tanh_s8", "hard_swish_s8",
-       "leaky_relu_s8", "prelu_s8", "resize_nearest_s8", "resize_bilinear_s8", "quantize_s8", "dequantize_s8",
-       "requant_s8")
+# every portable kernel template (a new op's template is picked up without editing this list)
+OPS = tuple(sorted(p.name.removesuffix(".c.j2") for p in PORTABLE_DIR.glob("*.c.j2")))
 WARN_FLAGS = ["-Wall", "-Wextra", "-Werror", "-std=c99"]
 GUARD = 32          # sentinel bytes on each side of every output buffer
 SENTINEL = 0x5A
@@ -43,10 +38,10 @@ def render(op: str) -> str:
 
 
 def write_sources(out_dir: Path) -> list[Path]:
-    """Render every template into ``out_dir`` (next to copies of the two headers)."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    for h in HEADERS:
-        (out_dir / h.name).write_text(h.read_text())
+    """Render every template into ``out_dir`` (next to the headers: ecc_kernels.h generated)."""
+    from toolchain.codegen.emit import write_kernel_headers
+
+    write_kernel_headers(out_dir)
     paths = []
     for op in OPS:
         p = out_dir / f"{op}.c"

@@ -3,7 +3,7 @@ kernels implement, and seeded random cases for the corners (odd channel counts, 
 16, strides, padding on every side, dilation, zero points -128/127, -128 weights in the GEMM
 kernels, dead channels, both requantization modes).
 
-Each case goes through the compiler's own glue (toolchain/ops/helium_variants.py) for every helium
+Each case goes through the compiler's own glue (toolchain/isa/helium.py) for every helium
 entry point that accepts it, so the re-packed weights, folded biases and requantization records are
 the ones a model would get; the expected output is the conformance output_ref or the numpy
 reference of toolchain/ops. Sizes stay small: QEMU emulates MVE at about 14 M instructions/s. The
@@ -17,7 +17,7 @@ import isa_cases
 from helium_harness import Case
 from isa_cases import CONF, FAMILIES, _act, _requant, conformance_sets  # noqa: F401 - re-exported
 from toolchain.ops import add, conv2d, depthwise_conv2d, fully_connected
-from toolchain.ops import helium_variants as hv
+from toolchain.isa import helium as hv
 from toolchain.ops.common import Window
 from toolchain.ops.fixed_point import AddParams, add_params
 from toolchain.ops.pool2d import avg_pool2d_s8, max_pool2d_s8
@@ -26,7 +26,7 @@ ISA = "helium"
 
 
 def function(op: str, variant: str, mode: str) -> str:
-    """The C entry point of a helium variant (helium_variants.helium_variant's naming rule)."""
+    """The C entry point of a helium variant (isa/helium.helium_variant's naming rule)."""
     return f"ecc_helium_{op}{'_' + variant if variant else ''}{'_relu' if mode == 'relu' else ''}_s8"
 
 

@@ -48,7 +48,7 @@ def headers(isa: str, prototypes: Path) -> tuple[Path, ...]:
     """The headers a kernel program of `isa` compiles against: the portable two, then every header of
     the ISA folder (ecc_<isa>.h may include parts, e.g. neon/ecc_neon_gemm_dot.h) and the prototypes."""
     own = [h for h in sorted((KERNELS / isa).glob("*.h")) if h != prototypes]
-    return (KERNELS / "ecc_kernels.h", KERNELS / "portable" / "ecc_fixed_point.h", *own, prototypes)
+    return (KERNELS / "portable" / "ecc_fixed_point.h", *own, prototypes)
 
 
 def prototypes(path: Path, isa: str, keep: Callable[[str], bool] = lambda name: True) -> dict[str, list[str]]:
@@ -234,7 +234,10 @@ def write_sources(out: Path, isa: str, header_files: tuple[Path, ...], main_sour
     kernel sources)."""
     from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
+    from toolchain.codegen.emit import KERNEL_HEADER, kernel_header
+
     out.mkdir(parents=True, exist_ok=True)
+    (out / KERNEL_HEADER).write_text(kernel_header())  # generated from the portable kernels
     for h in header_files:
         (out / h.name).write_text(h.read_text())
     env = Environment(loader=FileSystemLoader(str(KERNELS)), undefined=StrictUndefined, trim_blocks=True,

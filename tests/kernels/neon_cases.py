@@ -5,7 +5,7 @@ every side, dilation, zero points -128/127, activations all -128 against weights
 int16 pair), -128 weights (BL-04: the pairing entry points must not apply, the others must), shifts
 -31..+positive, dead channels with saturated biases, narrow activation ranges, batches.
 
-Each case goes through the compiler's own glue (toolchain/ops/neon_variants.py) for every neon entry
+Each case goes through the compiler's own glue (toolchain/isa/neon.py) for every neon entry
 point that accepts it, so the packed weights, folded biases and requantization blobs are the ones a
 model would get; the expected output is the conformance output_ref or the numpy reference of
 toolchain/ops (the portable kernels are held to the same references). The shared half (conformance
@@ -19,7 +19,8 @@ import isa_cases
 from isa_cases import CONF, FAMILIES, conformance_sets  # noqa: F401 - re-exported
 from isa_harness import case
 from neon_harness import Case
-from toolchain.ops import add, conv2d, depthwise_conv2d, fully_connected, neon_variants as nv
+from toolchain.isa import neon as nv
+from toolchain.ops import add, conv2d, depthwise_conv2d, fully_connected
 from toolchain.ops.common import Window
 from toolchain.ops.fixed_point import AddParams, add_params, quantize_multiplier
 from toolchain.ops.pool2d import avg_pool2d_s8, max_pool2d_s8

@@ -2,7 +2,7 @@
 the results (and, on plugin boards, the instructions each call retired).
 
 A case is one call of one neon entry point (c_templates/kernels/neon/) with its argument list as
-the compiler's Python glue builds it (toolchain/ops/neon_variants.py: re-packed weights, folded
+the compiler's Python glue builds it (toolchain/isa/neon.py: re-packed weights, folded
 bias, requantization blob) and the expected output of the reference. The case file format is
 isa_harness's (cases.bin in, results.bin out, guard bytes after every output and scratch buffer,
 so scratch_bytes must be exact). The program calls the marker functions ecc_case_begin/_end

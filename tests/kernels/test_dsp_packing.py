@@ -10,7 +10,7 @@ import pytest
 
 import dsp_harness
 from toolchain.ops.fixed_point import multiply_by_quantized_multiplier, quantize_multiplier
-from toolchain.ops.packing import (LIVE, MODES, fc_blocks, fold_bias, fold_layer, pack_fc_blob, pack_gemm_blob,
+from toolchain.isa.packing import (LIVE, MODES, fc_blocks, fold_bias, fold_layer, pack_fc_blob, pack_gemm_blob,
                                    pack_sparse_gemm_blob)
 from toolchain.ops.registry import REGISTRY, OpKind
 
@@ -90,11 +90,11 @@ def test_fold_layer_predicates():
 
 
 def test_every_dsp_variant_is_wired():
+    import toolchain.isa  # noqa: F401 - attaches the dsp variants (lowering picks by ISA, not list order)
+
     protos = dsp_harness.prototypes()
     for op in REGISTRY.values():
         dsp = [v for v in op.variants if v.isa == "dsp"]
-        isas = [v.isa for v in op.variants]
-        assert isas == sorted(isas, key=lambda i: i != "dsp"), f"{op.kind}: dsp variants must precede portable"
         for v in dsp:
             assert (dsp_harness.KERNELS / v.template).is_file(), v.template
             assert v.function in protos, v.function
@@ -269,21 +269,21 @@ def test_sparse_blob_drops_the_constant_rows():
 
 
 def test_sparse_plan_counts_the_skipped_parameters():
-    """conv2d.dsp_plan(sparse=True): the live count before the blob, and the blob's CArg.skipped names
+    """dsp.conv2d_plan(sparse=True): the live count before the blob, and the blob's CArg.skipped names
     the int8 weights and int32 biases of the dead rows (the report's weights_skipped_bytes)."""
     import dsp_cases
-    from toolchain.ops import conv2d
+    from toolchain.isa import dsp
 
     rng = np.random.default_rng(5)
     w, bias, mult, shift = dsp_cases.constant_weights_bias(rng, 9, 16, (0, 1, 8))
     k = dict(stride=(1, 1), pad=(0, 0), dilation=(1, 1), out_hw=(3, 3), input_offset=128, output_offset=-128,
              out_mult=mult, out_shift=shift, act_min=-128, act_max=127)
-    args, scratch = conv2d.dsp_plan(k, (1, 3, 3, 16), w.reshape(9, 1, 1, 16), bias, (1, 3, 3, 9), mode="full",
+    args, scratch = dsp.conv2d_plan(k, (1, 3, 3, 16), w.reshape(9, 1, 1, 16), bias, (1, 3, 3, 9), mode="full",
                                     pointwise=True, sparse=True)
     blob = next(a for a in args if a.kind == "array")
     assert blob.skipped == (3 * 16, 3 * 4) and args[args.index(blob) - 1].value == 6
-    dense, _ = conv2d.dsp_plan(k, (1, 3, 3, 16), w.reshape(9, 1, 1, 16), bias, (1, 3, 3, 9), mode="full",
+    dense, _ = dsp.conv2d_plan(k, (1, 3, 3, 16), w.reshape(9, 1, 1, 16), bias, (1, 3, 3, 9), mode="full",
                                pointwise=True)
     assert next(a for a in dense if a.kind == "array").skipped == (0, 0)
-    assert conv2d.dsp_plan(k, (1, 3, 3, 16), w.reshape(9, 1, 1, 16), bias, (1, 3, 3, 9), mode="full",
+    assert dsp.conv2d_plan(k, (1, 3, 3, 16), w.reshape(9, 1, 1, 16), bias, (1, 3, 3, 9), mode="full",
                            pointwise=False, sparse=True) is None  # the general kernel has no sparse form

@@ -14,7 +14,7 @@ import pytest
 
 import helium_cases
 import helium_harness
-from toolchain.ops import helium_variants as hv
+from toolchain.isa import helium as hv
 from toolchain.ops.registry import REGISTRY, OpKind
 
 SETS = helium_cases.conformance_sets()

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from toolchain.ops import neon_variants as nv
+from toolchain.isa import neon as nv
 from toolchain.ops.fixed_point import multiply_by_quantized_multiplier, quantize_multiplier
 from toolchain.ops.registry import REGISTRY, OpKind
 

@@ -85,4 +85,7 @@ def test_prototypes_header_is_self_contained(tmp_path):
     src = tmp_path / "proto.c"
     src.write_text('#include "ecc_kernels.h"\n#include "ecc_kernels.h"\nint ecc_proto_probe(void);\n'
                    'int ecc_proto_probe(void) { return ECC_OK; }\n')
-    _compile(cc, flags, src, tmp_path / "proto.o", harness.KERNELS_DIR)
+    from toolchain.codegen.emit import write_kernel_headers
+
+    write_kernel_headers(tmp_path)
+    _compile(cc, flags, src, tmp_path / "proto.o", tmp_path)

@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 
 import dsp_cases
-from toolchain.ops import helium_variants as hv
-from toolchain.ops import neon_variants as nv
+from toolchain.isa import helium as hv
+from toolchain.isa import neon as nv
 from toolchain.ops.conv2d import conv2d_s8
-from toolchain.ops.packing import LIVE, fold_layer, layer_constants, split_constants
+from toolchain.isa.packing import LIVE, fold_layer, layer_constants, split_constants
 
 
 def _layer(seed: int, o: int, kdim: int, const: tuple[int, ...]):

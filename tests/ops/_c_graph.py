@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from toolchain.codegen.emit import TEMPLATE_DIR, template_env
+from toolchain.codegen.emit import TEMPLATE_DIR, template_env, write_kernel_headers
 from toolchain.ir import Graph
 from toolchain.lower import select_kernels
 from toolchain.ops.fixed_point import graph_rounding, rounding_mode
@@ -27,8 +27,7 @@ def build_portable_library(out_dir: Path, cc: str = "gcc") -> ctypes.CDLL:
     """All of c_templates/kernels/portable/*.c.j2 in one host shared library."""
     out_dir.mkdir(parents=True, exist_ok=True)
     kernels = TEMPLATE_DIR / "kernels"
-    for h in (kernels / "ecc_kernels.h", *sorted((kernels / "portable").glob("*.h"))):
-        (out_dir / h.name).write_text(h.read_text())
+    write_kernel_headers(out_dir)
     srcs = []
     for tpl in sorted((kernels / "portable").glob("*.c.j2")):
         src = out_dir / tpl.name.removesuffix(".j2")

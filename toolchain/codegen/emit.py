@@ -1,6 +1,7 @@
 """Render the templates of c_templates/ into files: the model library (OUT/lib) and the test
 harness (OUT/fw). Files are written in a fixed order with fixed content for fixed inputs, so
-identical inputs give byte-identical C (golden tests rely on it)."""
+identical inputs give byte-identical C (golden tests rely on it). ecc_kernels.h is derived from the
+portable kernel sources (kernel_header): a new kernel needs no hand-kept prototype."""
 from __future__ import annotations
 
 import re
@@ -13,7 +14,7 @@ from toolchain.codegen.context import ModelContext
 from toolchain.codegen.filters import FILTERS, c_comment
 
 TEMPLATE_DIR = Path(__file__).resolve().parents[2] / "c_templates"
-KERNEL_HEADERS = ("kernels/ecc_kernels.h", "kernels/portable/ecc_fixed_point.h")
+KERNEL_HEADERS = ("kernels/portable/ecc_fixed_point.h",)  # + ecc_kernels.h, generated (kernel_header)
 
 
 @cache
@@ -23,6 +24,45 @@ def template_env() -> Environment:
                       lstrip_blocks=True, keep_trailing_newline=True, autoescape=False)
     env.filters.update(FILTERS)
     return env
+
+
+KERNEL_HEADER = "ecc_kernels.h"
+# a definition starts at column 0 with `int ecc_name(` and ends with `)` then `{` on the next line
+_DEFINITION = re.compile(r"^int (ecc_\w+)\((.*?)\)\s*\n\{", re.MULTILINE | re.DOTALL)
+_FLOAT_EDGE = "ecc_float_edge_kernels.h"
+
+
+def prototypes(source: str) -> list[str]:
+    """`int ecc_f(args);` for every non-static function defined in rendered kernel C `source`, in
+    source order, argument lists verbatim (comments and line breaks kept).
+
+    >>> prototypes("static int ecc_h(int a)\\n{\\n}\\nint ecc_f(int8_t *s,\\n    int32_t n)\\n{\\n}\\n")
+    ['int ecc_f(int8_t *s,\\n    int32_t n);']
+    """
+    return [f"int {m.group(1)}({m.group(2)});" for m in _DEFINITION.finditer(source)]
+
+
+@cache
+def kernel_header() -> str:
+    """The text of ecc_kernels.h: the conventions (c_templates/kernels/ecc_kernels.h.j2) and the
+    prototypes of every portable kernel template, templates in name order. Deterministic."""
+    env = template_env()
+    protos = []
+    for path in sorted((TEMPLATE_DIR / "kernels" / "portable").glob("*.c.j2")):
+        source = env.get_template(f"kernels/portable/{path.name}").render()
+        if f'#include "{_FLOAT_EDGE}"' not in source:
+            protos += prototypes(source)
+    return env.get_template(f"kernels/{KERNEL_HEADER}.j2").render(prototypes=protos)
+
+
+def write_kernel_headers(out_dir: Path) -> list[Path]:
+    """Write ecc_kernels.h (generated) and the portable folder's headers into out_dir, as a program
+    compiling the portable kernels needs them (the kernel tests); returns the paths written."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = [_write(out_dir / KERNEL_HEADER, kernel_header())]
+    for h in sorted((TEMPLATE_DIR / "kernels" / "portable").glob("*.h")):
+        written.append(_write(out_dir / h.name, h.read_text(encoding="utf-8")))
+    return written
 
 
 def kernel_file(template: str) -> str:
@@ -63,6 +103,7 @@ def emit_library(ctx: ModelContext, lib_dir: Path) -> list[Path]:
     lib_dir.mkdir(parents=True, exist_ok=True)
     stamp = f"/* {c_comment(ctx.stamp)} */\n"  # every shipped file says which generator made it
     # variant headers are paths under c_templates/kernels/ (KernelVariant.headers)
+    _write(lib_dir / KERNEL_HEADER, stamp + kernel_header())
     for header in with_local_includes((*KERNEL_HEADERS, *(f"kernels/{h}" for h in ctx.kernel_headers), "ecc_profile.h")):
         _write(lib_dir / Path(header).name, stamp + (TEMPLATE_DIR / header).read_text(encoding="utf-8"))
     for name in ("model.h", "weights.h"):

@@ -274,10 +274,10 @@ def _add_inputs(b: Builder, path: Path, model, input_shapes) -> None:
         b.consts[init.name] = numpy_helper.to_array(init)
     for inp in model.graph.input:
         if inp.name not in b.consts:
-            b.add_input(inp.name, _input_shape(path, inp, (input_shapes or {}).get(inp.name)), _elem_type(path, inp))
+            b.add_input(inp.name, input_shape(path, inp, (input_shapes or {}).get(inp.name)), _elem_type(path, inp))
 
 
-def _input_shape(path: Path, inp, override) -> tuple[int, ...]:
+def input_shape(path: Path, inp, override) -> tuple[int, ...]:
     if override is not None:
         return tuple(int(s) for s in override)
     dims = inp.type.tensor_type.shape.dim

@@ -24,7 +24,7 @@ import onnx
 
 from quantize.given import same_qparams
 from toolchain.errors import InputError, UnsupportedModel
-from toolchain.frontend.onnx import CONVERTERS, _input_shape
+from toolchain.frontend.onnx import CONVERTERS, input_shape
 from toolchain.frontend.onnx_builder import Builder, unsupported_model
 from toolchain.frontend.onnx_qdq_strip import QDQ_OPS, Stripped, elem_types, strip
 from toolchain.ir import DType, Graph, Node, QuantParams, Tensor
@@ -169,7 +169,7 @@ def load_qdq(path: str | Path, input_shapes: dict[str, tuple[int, ...]] | None =
         if inp.name in names:
             if types[inp.name] not in ("float32", "int8", "uint8"):
                 raise InputError(f"{path}: input {inp.name!r} of type {types[inp.name]} (float32, int8 or uint8)")
-            b.add_input(inp.name, _input_shape(path, inp, (input_shapes or {}).get(inp.name)), DType.FLOAT32)
+            b.add_input(inp.name, input_shape(path, inp, (input_shapes or {}).get(inp.name)), DType.FLOAT32)
     for node in s.nodes:  # unsupported values, dtypes and shapes too: all of them, then one error
         b.convert(node, converters.get(node.op_type), functools.partial(_map_consts, b, node, s))
     if b.errors:

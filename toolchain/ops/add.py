@@ -9,16 +9,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from toolchain.ops.fixed_point import AddParams, multiply_by_quantized_multiplier, requantize_s8, wrap_int32
+from toolchain.ops.fixed_point import AddParams, add_params, multiply_by_quantized_multiplier, requantize_s8, wrap_int32
 from dataclasses import dataclass
 from toolchain.ir import Graph, Node
 from toolchain.ops.binary import broadcast_args, broadcast_shape, needs_broadcast, operand
 from toolchain.ops.common import NO_ACT, act_range_s8, apply_act_f32, quantize_operand
-from toolchain.ops.fixed_point import add_params
-from toolchain.ops.packing import INT32_LIMIT, dsp_variant
-from toolchain.ops import neon_variants
-from toolchain.ops import helium_variants
-from toolchain.ops.registry import CArg, Cost, OpDef, OpKind, portable, rounding_twins, register
+from toolchain.ops.registry import CArg, Cost, OpDef, portable, rounding_twins, register
 
 
 def add_s8(x1: np.ndarray, x2: np.ndarray, p: AddParams, act_min: int = -128, act_max: int = 127) -> np.ndarray:
@@ -49,37 +45,17 @@ class AddAttrs:
     act: tuple[float, float] = NO_ACT
 
 
-def _params(node: Node, graph: Graph):
+def params(node: Node, graph: Graph) -> tuple[AddParams, tuple[int, int]]:
+    """(AddParams, (act_min, act_max)) of a quantized Add node (TFLM add_common.cc Prepare)."""
     a, b, y = (graph.t(n).quant for n in (*node.inputs[:2], node.outputs[0]))
     return add_params(a.s, a.zp, b.s, b.zp, y.s, y.zp), act_range_s8(node.attrs.act, y)
 
 
-# ---- DSP variant (c_templates/kernels/dsp/add_s8.c.j2): same arguments, tabulated inputs ------
-DSP_MIN_SIZE = 1024  # the tables cost 2 KB of scratch and about 14k instructions to fill
-
-
-def dsp_exact(p: AddParams) -> bool:
-    """Whether dsp/add is exact: it tabulates each input's rescaled term and requantizes the sum with
-    ecc_dsp_out, exact for output_shift in [-31, 0] when twice the largest possible sum stays clear
-    of int32."""
-    if not -31 <= p.output_shift <= 0 or not 0 <= p.left_shift <= 23:
-        return False
-    x = np.arange(-128, 128, dtype=np.int64)
-    t1 = multiply_by_quantized_multiplier((x + p.input1_offset) << p.left_shift, p.input1_mult, p.input1_shift)
-    t2 = multiply_by_quantized_multiplier((x + p.input2_offset) << p.left_shift, p.input2_mult, p.input2_shift)
-    return 2 * (int(np.abs(t1).max()) + int(np.abs(t2).max())) + 512 < INT32_LIMIT
-
-
-# where it pays (DSP_MIN_SIZE elements on); like the portable flat kernel, the output may alias an input
-DSP = dsp_variant("add", applies=lambda n, g: (not needs_broadcast(n, g) and g.t(n.outputs[0]).size >= DSP_MIN_SIZE
-                                              and dsp_exact(_params(n, g)[0])),
-                  scratch_bytes=lambda n, g: 2 * 256 * 4, inplace_inputs=(0, 1))
-
-
-@register(OpKind.ADD)
+@register("ADD", "Add")
 class Add(OpDef):
-    # the flat kernel allows output == either input; broadcast shapes take the strided kernel
-    variants = (DSP, neon_variants.ADD, *helium_variants.ADD, *rounding_twins(portable("add", applies=lambda n, g: not needs_broadcast(n, g), inplace_inputs=(0, 1))),
+    # the flat kernel allows output == either input; broadcast shapes take the strided kernel;
+    # ISA variants: toolchain/isa/
+    variants = (*rounding_twins(portable("add", applies=lambda n, g: not needs_broadcast(n, g), inplace_inputs=(0, 1))),
                 *rounding_twins(portable("add_broadcast", applies=needs_broadcast, args=lambda n, g: _broadcast_args(n, g))))
 
     def infer_shapes(self, node: Node, graph: Graph) -> list[tuple[int, ...]]:
@@ -95,11 +71,11 @@ class Add(OpDef):
         return [apply_act_f32((ins[0] + ins[1]).astype(np.float32), node.attrs.act)]
 
     def reference_s8(self, node: Node, graph: Graph, ins: list[np.ndarray]) -> list[np.ndarray]:
-        p, (lo, hi) = _params(node, graph)
+        p, (lo, hi) = params(node, graph)
         return [add_s8(ins[0], ins[1], p, lo, hi)]
 
     def kernel_args(self, node: Node, graph: Graph) -> list[CArg]:
-        p, (lo, hi) = _params(node, graph)
+        p, (lo, hi) = params(node, graph)
         ints = [p.input1_offset, p.input1_mult, p.input1_shift, p.input2_offset, p.input2_mult, p.input2_shift,
                 p.left_shift, p.output_offset, p.output_mult, p.output_shift, lo, hi, graph.t(node.outputs[0]).size]
         return [*map(CArg.lit, ints), operand(graph, node.inputs[0]), operand(graph, node.inputs[1]),

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from toolchain.ir import Graph, Node
-from toolchain.ops.registry import OpDef, OpKind, register
+from toolchain.ops.registry import OpDef, register
 
 
 @dataclass(frozen=True)
@@ -25,7 +25,7 @@ def bn_scale_shift(graph: Graph, node: Node) -> tuple[np.ndarray, np.ndarray]:
     return a, beta - a * mean
 
 
-@register(OpKind.BATCH_NORM)
+@register("BATCH_NORM", "BatchNorm")
 class BatchNorm(OpDef):
     def infer_shapes(self, node: Node, graph: Graph) -> list[tuple[int, ...]]:
         return [graph.t(node.inputs[0]).shape]

@@ -26,7 +26,7 @@ from toolchain.ops.fixed_point import (
     requantize_s8,
     wrap_int32,
 )
-from toolchain.ops.registry import CArg, Cost, OpDef, OpKind, portable, rounding_twins, register
+from toolchain.ops.registry import CArg, Cost, OpDef, portable, rounding_twins, register
 
 MAX_LOOP_DIMS = 4
 
@@ -140,7 +140,7 @@ class _Binary(OpDef):
         return Cost(graph.t(node.outputs[0]).size, c.weight_bytes, c.act_read_bytes, c.act_write_bytes)
 
 
-@register(OpKind.SUB)
+@register("SUB", "Sub")
 class Sub(_Binary):
     variants = rounding_twins(portable("sub"))
 
@@ -163,7 +163,7 @@ class Sub(_Binary):
                 operand(graph, node.inputs[1]), CArg("act", node.outputs[0])]
 
 
-@register(OpKind.MUL)
+@register("MUL", "Mul")
 class Mul(_Binary):
     variants = rounding_twins(portable("mul"))
 

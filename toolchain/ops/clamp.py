@@ -9,7 +9,7 @@ import numpy as np
 from toolchain.ir import Graph, Node
 from toolchain.ops.common import act_range_s8
 from toolchain.ops.elementwise import clamp_s8
-from toolchain.ops.registry import CArg, OpDef, OpKind, portable, register
+from toolchain.ops.registry import CArg, OpDef, portable, register
 
 
 @dataclass(frozen=True)
@@ -18,7 +18,7 @@ class ClampAttrs:
     hi: float
 
 
-@register(OpKind.CLAMP)
+@register("CLAMP", "Clamp")
 class Clamp(OpDef):
     variants = (portable("clamp", inplace_inputs=(0,)),)  # the kernel allows output == input
 

@@ -26,7 +26,7 @@ import numpy as np
 from toolchain.ir import Graph, Node, QuantParams
 from toolchain.ops.binary import operand
 from toolchain.ops.fixed_point import quantize_multiplier, rescale, rounding_divide
-from toolchain.ops.registry import CArg, OpDef, OpKind, portable, rounding_twins, register
+from toolchain.ops.registry import CArg, OpDef, portable, rounding_twins, register
 
 COPY = (1, 0)  # float32_ratio of equal scales: ratio 1 * 2^-0, an exact copy
 MAX_SHIFT = 40  # |q - zp| * m < 2^32 <= 2^(k-1) beyond: the product rounds to 0 in both modes
@@ -102,7 +102,7 @@ def _axis(node: Node, graph: Graph) -> int:
     return node.attrs.axis % rank
 
 
-@register(OpKind.CONCAT)
+@register("CONCAT", "Concatenation")
 class Concat(OpDef):
     variants = rounding_twins(portable("concat"))
 

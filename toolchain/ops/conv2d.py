@@ -3,10 +3,9 @@ TFLM reference_integer_ops::ConvPerChannel.
 
 Owns: `conv2d_s8` (the numpy oracle) and `im2col_s8_offset`, the patch gatherer shared with the
 depthwise reference. Layout NHWC activations, OHWI weights (I = Cin / groups). Taps outside the
-input are skipped, i.e. read as the input zero point (BL-07). Also the plans of the dsp kernel
-variants (`dsp_plan`: predicate, argument list, scratch), the sparse 1x1 one included (output
-channels proven constant neither stored nor computed, issue 6). Not here: float conv (common.py),
-parameter preparation (fixed_point.py), weight re-packing (packing.py), C code (c_templates/).
+input are skipped, i.e. read as the input zero point (BL-07). Not here: float conv (common.py),
+parameter preparation (fixed_point.py), the ISA kernel plans and weight re-packing (toolchain/isa/),
+C code (c_templates/).
 """
 from __future__ import annotations
 
@@ -16,11 +15,7 @@ from toolchain.ops.fixed_point import requantize_s8, wrap_int32
 from dataclasses import dataclass
 from toolchain.ir import Graph, Node
 from toolchain.ops.common import NO_ACT, Window, apply_act_f32, conv_f32, quantize_bias, quantize_weights, weighted_requant
-from toolchain.ops.packing import (MODES, dsp_variant, fold_layer, gemm_groups, pack_gemm_blob,
-                                   pack_sparse_gemm_blob, split_constants)
-from toolchain.ops import neon_variants
-from toolchain.ops import helium_variants
-from toolchain.ops.registry import CArg, Cost, KernelVariant, OpDef, OpKind, portable, rounding_twins, register
+from toolchain.ops.registry import CArg, Cost, OpDef, portable, rounding_twins, register
 
 
 def _check_geometry(x: np.ndarray, kernel: tuple[int, int], stride, pad, dilation, out_hw) -> None:
@@ -49,7 +44,9 @@ def im2col_s8_offset(x: np.ndarray, kernel: tuple[int, int], *, stride, pad, dil
     return xp[:, rows[:, None, :, None], cols[None, :, None, :], :]        # [N, OH, OW, KH, KW, C]
 
 
-def _as_per_channel(v, cout: int, name: str) -> np.ndarray:
+def as_per_channel(v, cout: int, name: str) -> np.ndarray:
+    """A per-tensor (1 entry) or per-channel (cout entries) int parameter as int64 [cout]; ValueError
+    naming `name` otherwise."""
     v = np.asarray(v, np.int64).reshape(-1)
     if v.size not in (1, cout):
         raise ValueError(f"{name} has {v.size} entries, expected 1 or {cout}")
@@ -79,7 +76,7 @@ def conv2d_s8(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, *, stride=(
         raise ValueError(f"output channels {cout} not divisible by groups {groups}")
     if bias is not None and np.shape(bias) != (cout,):
         raise ValueError(f"bias shape {np.shape(bias)} != ({cout},)")
-    mult, shift = _as_per_channel(out_mult, cout, "out_mult"), _as_per_channel(out_shift, cout, "out_shift")
+    mult, shift = as_per_channel(out_mult, cout, "out_mult"), as_per_channel(out_shift, cout, "out_shift")
 
     p = im2col_s8_offset(x, (kh, kw), stride=stride, pad=pad, dilation=dilation, out_hw=out_hw,
                          input_offset=input_offset)
@@ -105,79 +102,17 @@ class Conv2DAttrs:
     act: tuple[float, float] = NO_ACT
 
 
-def _s8_kwargs(node: Node, graph: Graph) -> dict:
+def s8_kwargs(node: Node, graph: Graph) -> dict:
+    """conv2d_s8's keyword arguments for a quantized Conv2D node (geometry, offsets, per-channel
+    requantization); the ISA plans (toolchain/isa/) start from the same numbers."""
     win = node.attrs.window
     return dict(stride=win.stride, pad=win.pads[:2], dilation=win.dilation,
                 out_hw=graph.t(node.outputs[0]).shape[1:3], **weighted_requant(node, graph, out_axis=0))
 
 
-# ---- DSP variants (c_templates/kernels/dsp/): predicates, scratch, argument lists -----------
-def dsp_plan(k: dict, x_shape: tuple[int, ...], w: np.ndarray, bias: np.ndarray | None, y_shape: tuple[int, ...], *,
-             mode: str, pointwise: bool, x: str = "input", y: str = "output",
-             sparse: bool = False) -> tuple[list[CArg], int] | None:
-    """(argument list, scratch bytes) of the dsp conv2d entry point for requantization `mode`
-    (packing.MODES), pointwise (dsp/conv2d_1x1) or general (dsp/conv2d), given the conv2d_s8 keyword
-    arguments `k`, OHWI weights and the tensor names x, y; sparse (pointwise only,
-    dsp/conv2d_1x1_sparse): the live output channels only, the ones proven constant written from a
-    row (packing.pack_sparse_gemm_blob; the live count is one more argument before the blob), None
-    when no channel is constant. None when that entry point does not apply:
-    grouped conv, -128 weights, a requantization it cannot do exactly (packing.fold_layer; channels
-    whose output is provably constant are packed as such), or for
-    the 1x1 kernel a kernel other than 1x1, padding, or in_c % 4 != 0."""
-    cin, (oh, ow) = x_shape[3], y_shape[1:3]
-    if w.shape[3] != cin:
-        return None
-    if pointwise and (w.shape[1:3] != (1, 1) or any(k["pad"]) or cin % 4
-                      or (oh - 1) * k["stride"][0] >= x_shape[1] or (ow - 1) * k["stride"][1] >= x_shape[2]):
-        return None
-    w2d = w.reshape(w.shape[0], -1)
-    f = fold_layer(w2d, bias, k["input_offset"], k["out_mult"], k["out_shift"], k["output_offset"],
-                   (k["act_min"], k["act_max"]), constants=True)
-    if f is None or mode not in f.modes:
-        return None
-    groups = gemm_groups(w2d.shape[1])
-    if sparse:  # pointwise only: the general kernel's im2col loop has no sparse form
-        blob = pack_sparse_gemm_blob(f, mode) if pointwise else None
-    else:
-        blob = pack_gemm_blob(f.w, f, mode)
-    if blob is None:
-        return None
-    split = split_constants(f.const) if sparse else None
-    live = [int(split.live.size)] if split else []
-    geometry = [*k["stride"]] if pointwise else [*k["stride"], *k["pad"], *k["dilation"], -k["input_offset"]]
-    args = [*map(CArg.lit, [*geometry, k["act_min"], k["act_max"]]), *map(CArg.lit, x_shape), CArg("act", x),
-            *map(CArg.lit, [*([] if pointwise else w.shape[1:3]), groups, *live]),
-            CArg("array", blob, "wpack", split.skipped(w2d.shape[1], bias is not None) if split else (0, 0)),
-            *map(CArg.lit, y_shape[1:]), CArg("act", y)]
-    # two q15 columns (16 bytes per 4-k group), plus int8 staging for im2col when in_c % 4 != 0
-    return args, (16 + 4 * (not pointwise and cin % 4 != 0)) * groups
-
-
-def _node_plan(node: Node, graph: Graph, mode: str, pointwise: bool,
-               sparse: bool = False) -> tuple[list[CArg], int] | None:
-    if node.attrs.groups != 1:
-        return None
-    x, w, y = graph.t(node.inputs[0]), graph.t(node.inputs[1]), graph.t(node.outputs[0])
-    bias = graph.t(node.inputs[2]).data if len(node.inputs) > 2 and node.inputs[2] else None
-    return dsp_plan(_s8_kwargs(node, graph), x.shape, w.data, bias, y.shape, mode=mode, pointwise=pointwise,
-                    x=x.name, y=y.name, sparse=sparse)
-
-
-def _dsp(mode: str, pointwise: bool, sparse: bool = False) -> KernelVariant:
-    return dsp_variant("conv2d", "1x1_sparse" if sparse else "1x1" if pointwise else "", mode=mode,
-                       applies=lambda n, g: _node_plan(n, g, mode, pointwise, sparse) is not None,
-                       scratch_bytes=lambda n, g: _node_plan(n, g, mode, pointwise, sparse)[1],
-                       args=lambda n, g: _node_plan(n, g, mode, pointwise, sparse)[0])
-
-
-# sparse first: it only applies to layers with a constant channel, which it then runs faster
-DSP_VARIANTS = (*(_dsp(mode, True, True) for mode in MODES),
-                *(_dsp(mode, pointwise) for pointwise in (True, False) for mode in MODES))
-
-
-@register(OpKind.CONV2D)
+@register("CONV2D", "Conv2D")
 class Conv2D(OpDef):
-    variants = (*DSP_VARIANTS, *neon_variants.CONV2D, *helium_variants.CONV2D, *rounding_twins(portable("conv2d")))
+    variants = rounding_twins(portable("conv2d"))  # ISA variants: toolchain/isa/
 
     def infer_shapes(self, node: Node, graph: Graph) -> list[tuple[int, ...]]:
         n, h, w, cin = graph.t(node.inputs[0]).shape
@@ -195,10 +130,10 @@ class Conv2D(OpDef):
         return quantize_bias(graph, node.inputs[2], graph.t(node.inputs[0]).quant.s, graph.t(node.inputs[1]).quant.scale)
 
     def reference_s8(self, node: Node, graph: Graph, ins: list[np.ndarray]) -> list[np.ndarray]:
-        return [conv2d_s8(ins[0], ins[1], ins[2], **_s8_kwargs(node, graph))]
+        return [conv2d_s8(ins[0], ins[1], ins[2], **s8_kwargs(node, graph))]
 
     def kernel_args(self, node: Node, graph: Graph) -> list[CArg]:
-        k = _s8_kwargs(node, graph)
+        k = s8_kwargs(node, graph)
         x, w, y = graph.t(node.inputs[0]), graph.t(node.inputs[1]), graph.t(node.outputs[0])
         ints = [*k["stride"], *k["pad"], *k["dilation"], k["input_offset"], k["output_offset"], k["act_min"], k["act_max"]]
         return [*map(CArg.lit, ints), CArg("array", k["out_mult"], "mult"), CArg("array", k["out_shift"], "shift"),

@@ -2,8 +2,8 @@
 reference_integer_ops::FullyConnected (per-tensor) and FullyConnectedPerChannel.
 
 Owns `fully_connected_s8`. Weights [out_depth, in_depth], one row per output; a non-zero weight
-zero point is honoured through filter_offset even though the TFLite spec makes it 0. Also the plan
-of the dsp kernel variant (`dsp_plan`).
+zero point is honoured through filter_offset even though the TFLite spec makes it 0. The ISA
+kernel plans are in toolchain/isa/.
 """
 from __future__ import annotations
 
@@ -13,10 +13,7 @@ from toolchain.ops.fixed_point import requantize_s8, wrap_int32
 from dataclasses import dataclass
 from toolchain.ir import Graph, Node
 from toolchain.ops.common import NO_ACT, apply_act_f32, quantize_bias, quantize_weights, weighted_requant
-from toolchain.ops.packing import MODES, dsp_variant, fc_blocks, fold_layer, pack_fc_blob
-from toolchain.ops import neon_variants
-from toolchain.ops import helium_variants
-from toolchain.ops.registry import CArg, Cost, OpDef, OpKind, portable, rounding_twins, register
+from toolchain.ops.registry import CArg, Cost, OpDef, portable, rounding_twins, register
 
 
 def fully_connected_s8(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, *, input_offset: int,
@@ -54,7 +51,9 @@ class FullyConnectedAttrs:
     act: tuple[float, float] = NO_ACT
 
 
-def _s8_kwargs(node: Node, graph: Graph) -> dict:
+def s8_kwargs(node: Node, graph: Graph) -> dict:
+    """fully_connected_s8's keyword arguments for a quantized FullyConnected node; the ISA plans
+    (toolchain/isa/) start from the same numbers."""
     # Real multiplier double(s_in) * double(s_w) / double(s_out) for per-tensor weights too: TFLM's
     # source reads double(float(s_in * s_w)) there (kernel_util.cc GetQuantizedConvolutionMultipler,
     # tflite-micro issue #1492), but the oracle build (tflite-micro 0.dev20261023, x86) multiplies in
@@ -63,43 +62,9 @@ def _s8_kwargs(node: Node, graph: Graph) -> dict:
     return dict(filter_offset=0, **weighted_requant(node, graph, out_axis=0))
 
 
-# ---- DSP variant (c_templates/kernels/dsp/): predicate, scratch, argument list ---------------
-def dsp_plan(k: dict, x_shape: tuple[int, ...], w: np.ndarray, bias: np.ndarray | None, y_shape: tuple[int, ...], *,
-             x: str = "input", y: str = "output") -> tuple[list[CArg], int] | None:
-    """(argument list, scratch bytes) of dsp/fully_connected for the fully_connected_s8 keyword arguments
-    `k` and [O, K] weights; None when it does not apply (a weight zero point, -128 weights, a
-    requantization it cannot do exactly, packing.fold_layer, where channels whose output is provably
-    constant are packed as such, or an accumulator bound of 2^23 or more, packing.pack_fc_blob).
-    The requantization mode is the fastest exact one (packing.MODES),
-    passed as its ECC_DSP_* number."""
-    if k["filter_offset"] != 0:
-        return None
-    f = fold_layer(w, bias, k["input_offset"], k["out_mult"], k["out_shift"], k["output_offset"],
-                   (k["act_min"], k["act_max"]), constants=True)
-    if f is None:
-        return None
-    mode, blocks = f.modes[0], fc_blocks(w.shape[1])
-    blob = pack_fc_blob(f, mode)
-    if blob is None:
-        return None
-    args = [*map(CArg.lit, [f.k, k["act_min"], k["act_max"], MODES.index(mode), *x_shape]), CArg("act", x),
-            CArg.lit(blocks), CArg("array", blob, "wpack"), CArg.lit(y_shape[1]), CArg("act", y)]
-    return args, 16 * blocks  # one batch row widened to q15, 16 bytes per 8-k block
-
-
-def _node_plan(node: Node, graph: Graph) -> tuple[list[CArg], int] | None:
-    x, w, y = graph.t(node.inputs[0]), graph.t(node.inputs[1]), graph.t(node.outputs[0])
-    bias = graph.t(node.inputs[2]).data if len(node.inputs) > 2 and node.inputs[2] else None
-    return dsp_plan(_s8_kwargs(node, graph), x.shape, w.data, bias, y.shape, x=x.name, y=y.name)
-
-
-DSP = dsp_variant("fully_connected", applies=lambda n, g: _node_plan(n, g) is not None,
-                  scratch_bytes=lambda n, g: _node_plan(n, g)[1], args=lambda n, g: _node_plan(n, g)[0])
-
-
-@register(OpKind.FULLY_CONNECTED)
+@register("FULLY_CONNECTED", "FullyConnected")
 class FullyConnected(OpDef):
-    variants = (DSP, *neon_variants.FULLY_CONNECTED, *helium_variants.FULLY_CONNECTED, *rounding_twins(portable("fully_connected")))
+    variants = rounding_twins(portable("fully_connected"))  # ISA variants: toolchain/isa/
 
     def infer_shapes(self, node: Node, graph: Graph) -> list[tuple[int, ...]]:
         b, k = graph.t(node.inputs[0]).shape
@@ -119,10 +84,10 @@ class FullyConnected(OpDef):
         return quantize_bias(graph, node.inputs[2], graph.t(node.inputs[0]).quant.s, graph.t(node.inputs[1]).quant.scale)
 
     def reference_s8(self, node: Node, graph: Graph, ins: list[np.ndarray]) -> list[np.ndarray]:
-        return [fully_connected_s8(ins[0], ins[1], ins[2], **_s8_kwargs(node, graph))]
+        return [fully_connected_s8(ins[0], ins[1], ins[2], **s8_kwargs(node, graph))]
 
     def kernel_args(self, node: Node, graph: Graph) -> list[CArg]:
-        k = _s8_kwargs(node, graph)
+        k = s8_kwargs(node, graph)
         x, w, y = graph.t(node.inputs[0]), graph.t(node.inputs[1]), graph.t(node.outputs[0])
         ints = [k["input_offset"], k["filter_offset"], k["output_offset"], k["act_min"], k["act_max"]]
         return [*map(CArg.lit, ints), CArg("array", k["out_mult"], "mult"), CArg("array", k["out_shift"], "shift"),

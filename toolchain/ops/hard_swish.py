@@ -14,7 +14,7 @@ import numpy as np
 
 from toolchain.ir import Graph, Node
 from toolchain.ops.fixed_point import quantize_multiplier, rounding_divide_by_pot
-from toolchain.ops.registry import CArg, OpDef, OpKind, portable, register
+from toolchain.ops.registry import CArg, OpDef, portable, register
 
 I16_MIN, I16_MAX = -(1 << 15), (1 << 15) - 1
 
@@ -85,7 +85,7 @@ class HardSwishAttrs:
     """HardSwish has no attributes (ONNX HardSwish-14, TFLite HARD_SWISH)."""
 
 
-@register(OpKind.HARD_SWISH)
+@register("HARD_SWISH", "HardSwish")
 class HardSwish(OpDef):
     variants = (portable("hard_swish"),)
 

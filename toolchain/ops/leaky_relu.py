@@ -14,7 +14,7 @@ import numpy as np
 
 from toolchain.ir import Graph, Node
 from toolchain.ops.fixed_point import quantize_multiplier, rescale
-from toolchain.ops.registry import CArg, OpDef, OpKind, portable, rounding_twins, register
+from toolchain.ops.registry import CArg, OpDef, portable, rounding_twins, register
 
 
 def signed_quantize_multiplier(real: float) -> tuple[int, int]:
@@ -47,7 +47,7 @@ class LeakyReluAttrs:
     alpha: float = 0.01
 
 
-@register(OpKind.LEAKY_RELU)
+@register("LEAKY_RELU", "LeakyRelu")
 class LeakyRelu(OpDef):
     variants = rounding_twins(portable("leaky_relu"))
 

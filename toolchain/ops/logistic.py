@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from toolchain.ir import Graph, Node, QuantParams
-from toolchain.ops.registry import CArg, OpDef, OpKind, portable, register
+from toolchain.ops.registry import CArg, OpDef, portable, register
 from toolchain.ops.transcendental import input_rescale_params, logistic_q4, rescale_input, to_int8
 
 LOGISTIC_OUT = QuantParams.per_tensor(1.0 / 256.0, -128)
@@ -33,7 +33,7 @@ class LogisticAttrs:
     """Logistic has no attributes (ONNX Sigmoid-13, TFLite LOGISTIC)."""
 
 
-@register(OpKind.LOGISTIC)
+@register("LOGISTIC", "Logistic")
 class Logistic(OpDef):
     variants = (portable("logistic"),)
 

@@ -19,7 +19,7 @@ import numpy as np
 
 from toolchain.ir import Graph, Node, QuantParams
 from toolchain.ops.fixed_point import quantize_multiplier, rescale
-from toolchain.ops.registry import CArg, Cost, OpDef, OpKind, portable, rounding_twins, register
+from toolchain.ops.registry import CArg, Cost, OpDef, portable, rounding_twins, register
 
 
 def mean_multiplier(s_in: float, s_out: float, n: int) -> tuple[int, int]:
@@ -61,7 +61,7 @@ def reduce_layout(shape: tuple[int, ...], axes: tuple[int, ...]) -> tuple[int, i
     return prod(shape[:lo]), prod([shape[i] for i in red]), prod(shape[hi:])
 
 
-@register(OpKind.MEAN)
+@register("MEAN", "Mean")
 class Mean(OpDef):
     variants = rounding_twins(portable("mean"))
 

@@ -12,7 +12,7 @@ import numpy as np
 
 from toolchain.ir import Graph, Node
 from toolchain.ops.elementwise import pad_s8
-from toolchain.ops.registry import CArg, OpDef, OpKind, portable, register
+from toolchain.ops.registry import CArg, OpDef, portable, register
 
 
 @dataclass(frozen=True)
@@ -30,7 +30,7 @@ def pad_value_s8(node: Node, graph: Graph) -> int:
     return int(graph.t(node.outputs[0]).quant.quantize(np.float32(node.attrs.value)))
 
 
-@register(OpKind.PAD)
+@register("PAD", "Pad")
 class Pad(OpDef):
     variants = (portable("pad"),)
 

@@ -16,10 +16,7 @@ from toolchain.ops.fixed_point import check_act_range, current_rounding, roundin
 from dataclasses import dataclass
 from toolchain.ir import Graph, Node
 from toolchain.ops.common import NO_ACT, Window, act_range_s8, apply_act_f32
-from toolchain.ops.packing import dsp_variant
-from toolchain.ops import neon_variants
-from toolchain.ops import helium_variants
-from toolchain.ops.registry import CArg, Cost, OpDef, OpKind, portable, register, rounding_twins
+from toolchain.ops.registry import CArg, Cost, OpDef, portable, register, rounding_twins
 
 
 def _windows(x: np.ndarray, kernel, stride, pad, out_hw, fill: int) -> tuple[np.ndarray, np.ndarray]:
@@ -134,17 +131,9 @@ class _Pool(OpDef):
         return [*map(CArg.lit, ints), CArg("act", x.name), *map(CArg.lit, y.shape[1:3]), CArg("act", y.name)]
 
 
-# ---- DSP variants (c_templates/kernels/dsp/): the portable argument lists, no scratch ---------
-# avg: four channels summed in int16 lanes, exact while a window holds at most 255 cells
-DSP_AVG = dsp_variant("avg_pool2d", applies=lambda n, g: n.attrs.window.kernel[0] * n.attrs.window.kernel[1] <= 255,
-                      scratch_bytes=lambda n, g: 0)
-DSP_MAX = dsp_variant("max_pool2d", applies=lambda n, g: True, scratch_bytes=lambda n, g: 0)
-
-
-@register(OpKind.AVG_POOL2D)
+@register("AVG_POOL2D", "AveragePool2D")
 class AvgPool2D(_Pool):
-    variants = (DSP_AVG, *neon_variants.AVG_POOL2D, *helium_variants.AVG_POOL2D,
-                *rounding_twins(portable("avg_pool2d"), args=lambda n, g: AvgPool2D()._onnx_args(n, g)))
+    variants = rounding_twins(portable("avg_pool2d"), args=lambda n, g: AvgPool2D()._onnx_args(n, g))  # ISA: toolchain/isa/
 
     def reference_f32(self, node: Node, graph: Graph, ins: list[np.ndarray]) -> list[np.ndarray]:
         win = node.attrs.window
@@ -185,9 +174,9 @@ class AvgPool2D(_Pool):
         return Cost(graph.t(node.outputs[0]).size * kh * kw, 0, c.act_read_bytes, c.act_write_bytes)
 
 
-@register(OpKind.MAX_POOL2D)
+@register("MAX_POOL2D", "MaxPool2D")
 class MaxPool2D(_Pool):
-    variants = (DSP_MAX, *neon_variants.MAX_POOL2D, *helium_variants.MAX_POOL2D, portable("max_pool2d"))
+    variants = (portable("max_pool2d"),)  # ISA variants: toolchain/isa/
 
     def reference_f32(self, node: Node, graph: Graph, ins: list[np.ndarray]) -> list[np.ndarray]:
         oh, ow = graph.t(node.outputs[0]).shape[1:3]

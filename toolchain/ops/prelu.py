@@ -17,7 +17,7 @@ from toolchain.ir import Graph, Node
 from toolchain.ops.binary import broadcast_args, operand
 from toolchain.ops.common import quantize_operand
 from toolchain.ops.fixed_point import quantize_multiplier, rescale
-from toolchain.ops.registry import CArg, OpDef, OpKind, portable, rounding_twins, register
+from toolchain.ops.registry import CArg, OpDef, portable, rounding_twins, register
 
 
 def prelu_params(s_in: float, s_alpha: float, s_out: float) -> tuple[int, int, int, int]:
@@ -44,7 +44,7 @@ class PReluAttrs:
     """PRelu (ONNX PRelu-16, TFLite PRELU): inputs x and the constant slope alpha (broadcast to x)."""
 
 
-@register(OpKind.PRELU)
+@register("PRELU", "PRelu")
 class PRelu(OpDef):
     variants = rounding_twins(portable("prelu"))
 

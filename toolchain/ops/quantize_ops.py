@@ -21,7 +21,7 @@ import numpy as np
 from toolchain.ir import Graph, Node
 from toolchain.ops.concat import concat_params, requant_params, requantize_s8, rescale_exact_s8
 from toolchain.ops.fixed_point import current_rounding, quantize_real
-from toolchain.ops.registry import CArg, OpDef, OpKind, portable, rounding_twins, register
+from toolchain.ops.registry import CArg, OpDef, portable, rounding_twins, register
 
 FLOAT_EDGE_HEADER = "portable/ecc_float_edge_kernels.h"  # the only kernels using float: shipped when used
 
@@ -54,7 +54,7 @@ class _Edge(OpDef):
         return graph.t(node.inputs[0]).size
 
 
-@register(OpKind.QUANTIZE)
+@register("QUANTIZE", "Quantize")
 class Quantize(_Edge):
     variants = rounding_twins(portable("quantize", headers=(FLOAT_EDGE_HEADER,)))
 
@@ -71,7 +71,7 @@ class Quantize(_Edge):
                 CArg("act", node.inputs[0]), CArg("act", node.outputs[0])]
 
 
-@register(OpKind.DEQUANTIZE)
+@register("DEQUANTIZE", "Dequantize")
 class Dequantize(_Edge):
     variants = (portable("dequantize", headers=(FLOAT_EDGE_HEADER,)),)
 
@@ -90,7 +90,7 @@ class Dequantize(_Edge):
                 CArg("act", node.inputs[0]), CArg("act", node.outputs[0])]
 
 
-@register(OpKind.REQUANTIZE)
+@register("REQUANTIZE", "Requantize")
 class Requantize(_Edge):
     variants = rounding_twins(portable("requant"))
 

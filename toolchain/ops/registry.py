@@ -1,12 +1,15 @@
-"""Op registry: the OpKind enum, the OpDef contract every op module fulfils, kernel variants.
+"""Op registry: op kinds, the OpDef contract every op module fulfils, kernel variants.
 
 Each op module (toolchain/ops/<op>.py) defines one OpDef subclass and registers it with
-`@register(OpKind.X)`; the frontend, interpreter, quantizer, lowering and codegen look ops up in
-REGISTRY. No if-chains over op kinds anywhere else.
+`@register("X", "DisplayName")`, which also declares the kind `OpKind.X`; toolchain/ops/__init__.py
+imports every module of the package, and ISA modules (toolchain/isa/) attach their kernel variants
+with `add_variants`. The frontend, interpreter, quantizer, lowering and codegen look ops up in
+REGISTRY. No if-chains over op kinds anywhere else, and no hand-kept op list.
 """
 from __future__ import annotations
 
-import enum
+import importlib
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar
@@ -16,36 +19,73 @@ import numpy as np
 from toolchain.ir import Graph, Node, QuantParams
 
 
-class OpKind(enum.Enum):
-    """The IR's op kinds (names follow TFLite; ONNX names map onto them in the frontend)."""
+def _load_ops() -> None:
+    """Import every op module (toolchain/ops/__init__.py discovers them): done on the first look-up of
+    an op kind, so a module that names OpKind.X at import time needs no import list of its own."""
+    importlib.import_module("toolchain.ops")
 
-    CONV2D = "Conv2D"
-    DEPTHWISE_CONV2D = "DepthwiseConv2D"
-    FULLY_CONNECTED = "FullyConnected"
-    ADD = "Add"
-    AVG_POOL2D = "AveragePool2D"
-    MAX_POOL2D = "MaxPool2D"
-    SOFTMAX = "Softmax"
-    RESHAPE = "Reshape"
-    TRANSPOSE = "Transpose"
-    CLAMP = "Clamp"
-    BATCH_NORM = "BatchNorm"
-    SUB = "Sub"
-    MUL = "Mul"
-    CONCAT = "Concatenation"
-    PAD = "Pad"
-    MEAN = "Mean"
-    LOGISTIC = "Logistic"
-    TANH = "Tanh"
-    HARD_SWISH = "HardSwish"
-    LEAKY_RELU = "LeakyRelu"
-    PRELU = "PRelu"
-    RESIZE_NEAREST = "ResizeNearestNeighbor"
-    RESIZE_BILINEAR = "ResizeBilinear"
-    QUANTIZE = "Quantize"
-    DEQUANTIZE = "Dequantize"
-    REQUANTIZE = "Requantize"
-    RELAYOUT = "Relayout"  # a change of memory layout (passes/select_layout.py)
+
+class _OpKindType(type):
+    """OpKind's class behaviour: `OpKind.CONV2D` looks a registered kind up by name; iteration lists
+    every registered kind in name order (deterministic)."""
+
+    def __getattr__(cls, name: str) -> "OpKind":
+        if name.startswith("_"):
+            raise AttributeError(name)
+        if name not in cls._members:
+            _load_ops()
+        try:
+            return cls._members[name]
+        except KeyError:
+            raise AttributeError(f"no op kind {name!r} is registered (an op module declares it with "
+                                 f"@register({name!r}, ...))") from None
+
+    def __iter__(cls):
+        _load_ops()
+        return iter(sorted(cls._members.values(), key=lambda k: k.name))
+
+    def __len__(cls) -> int:
+        _load_ops()
+        return len(cls._members)
+
+
+class OpKind(metaclass=_OpKindType):
+    """One op kind of the IR: `name` (UPPER_SNAKE, e.g. CONV2D) and `value` (the kind's display name,
+    TFLite's where one exists, e.g. "Conv2D"; ONNX names map onto them in the frontend).
+
+    There is no hand-kept list: each op module declares its kinds with `@register(NAME, value)`;
+    `OpKind.NAME` then returns the one instance (compared by identity, hashable, picklable)."""
+
+    __slots__ = ("name", "value")
+    _members: ClassVar[dict[str, "OpKind"]] = {}
+
+    def __init__(self, name: str, value: str) -> None:
+        self.name, self.value = name, value
+
+    @classmethod
+    def declare(cls, name: str, value: str) -> "OpKind":
+        """The kind `name`, created on first declaration; a second declaration must agree."""
+        if not re.fullmatch(r"[A-Z][A-Z0-9_]*", name):
+            raise ValueError(f"op kind name {name!r} must be UPPER_SNAKE")
+        kind = cls._members.get(name)
+        if kind is None:
+            clash = next((k for k in cls._members.values() if k.value == value), None)
+            if clash is not None:
+                raise ValueError(f"op kind value {value!r} is already {clash!r}")
+            kind = cls._members[name] = cls(name, value)
+        elif kind.value != value:
+            raise ValueError(f"{kind!r} is declared as {kind.value!r}, not {value!r}")
+        return kind
+
+    def __repr__(self) -> str:
+        return f"OpKind.{self.name}"
+
+    def __reduce__(self) -> tuple:
+        return (_kind_by_name, (self.name,))
+
+
+def _kind_by_name(name: str) -> OpKind:
+    return getattr(OpKind, name)
 
 
 class Unsupported(Exception):
@@ -153,15 +193,27 @@ class OpDef:
 REGISTRY: dict[OpKind, OpDef] = {}
 
 
-def register(kind: OpKind) -> Callable[[type[OpDef]], type[OpDef]]:
-    """Class decorator: instantiate the OpDef subclass and file it under `kind`."""
+def register(name: str, value: str) -> Callable[[type[OpDef]], type[OpDef]]:
+    """Class decorator: declare op kind `name` (UPPER_SNAKE) with display name `value`, instantiate
+    the OpDef subclass and file it under that kind. The op module is the only place a kind is named."""
 
     def deco(cls: type[OpDef]) -> type[OpDef]:
+        kind = OpKind.declare(name, value)
+        if kind in REGISTRY:
+            raise ValueError(f"{kind!r} is registered twice ({type(REGISTRY[kind]).__name__}, {cls.__name__})")
         cls.kind = kind
         REGISTRY[kind] = cls()
         return cls
 
     return deco
+
+
+def add_variants(kind: OpKind, *variants: KernelVariant) -> None:
+    """Attach ISA kernel variants (toolchain/isa/) to a registered op. Within one ISA folder the
+    variants keep the order given (lowering takes the first that applies); the op module's own
+    (portable) variants are not affected."""
+    op = REGISTRY[kind]
+    op.variants = (*op.variants, *variants)
 
 
 def opdef(node: Node) -> OpDef:

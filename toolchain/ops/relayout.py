@@ -4,7 +4,8 @@ Logically it is a Transpose by `perm` (the identity for a pure layout change; th
 model-input Transpose NCHW -> NHWC into it): the IR keeps every activation in its logical shape
 (NHWC for 4-D) and records how each one is stored in graph.meta["layouts"]. The kernel moves the
 bytes from the input's storage order (`src`) to the output's (`dst`): a physical transpose of the
-storage dimensions (neon/relayout for the shapes it takes, else portable/transpose).
+storage dimensions (neon/relayout for the shapes it takes, toolchain/isa/neon_relayout.py, else
+portable/transpose).
 
 Layout names describe the storage order of a logical NHWC tensor's axes (LAYOUT_AXES): NHWC (as
 is), NCHW, CHWN (batch innermost, for batched inference on AArch64, where NEON vectorises across
@@ -17,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from toolchain.ir import Graph, Node
-from toolchain.ops.registry import CArg, KernelVariant, OpDef, OpKind, register
+from toolchain.ops.registry import CArg, KernelVariant, OpDef, register
 
 LAYOUT_AXES = {"NHWC": (0, 1, 2, 3), "NCHW": (0, 3, 1, 2), "CHWN": (3, 1, 2, 0)}
 ALL_LAYOUTS = frozenset(LAYOUT_AXES)
@@ -84,33 +85,26 @@ class RelayoutAttrs:
     dst: str = "NHWC"
 
 
-def _storage(node: Node, graph: Graph) -> tuple[tuple[int, ...], tuple[int, ...]]:
+def storage(node: Node, graph: Graph) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """(storage dims of the input, storage perm) of a Relayout node: what its kernel moves."""
     shape = graph.t(node.inputs[0]).shape
     a = node.attrs
     return storage_dims(shape, a.src), storage_perm(a.perm, a.src, a.dst)
 
 
-def _neon_args(node: Node, graph: Graph) -> list[CArg]:
-    plan = relayout_plan(*_storage(node, graph))
-    return [*map(CArg.lit, plan), CArg("act", node.inputs[0]), CArg("act", node.outputs[0])]
-
-
 def _portable_args(node: Node, graph: Graph) -> list[CArg]:
-    dims, perm = _storage(node, graph)
+    dims, perm = storage(node, graph)
     return [CArg.lit(4), CArg("array", np.array(dims, np.int32), "dims"), CArg("array", np.array(perm, np.int32), "perm"),
             CArg("act", node.inputs[0]), CArg("act", node.outputs[0])]
 
 
-NEON = KernelVariant("neon", "neon", "neon/relayout_s8.c.j2", "ecc_neon_relayout_s8",
-                     applies=lambda n, g: relayout_plan(*_storage(n, g)) is not None, args=_neon_args,
-                     headers=("neon/ecc_neon_kernels.h", "neon/ecc_neon.h"), layouts=ALL_LAYOUTS)
 PORTABLE = KernelVariant("portable", "portable", "portable/transpose_s8.c.j2", "ecc_transpose_s8",
                          args=_portable_args, layouts=ALL_LAYOUTS)
 
 
-@register(OpKind.RELAYOUT)
+@register("RELAYOUT", "Relayout")
 class Relayout(OpDef):
-    variants = (NEON, PORTABLE)
+    variants = (PORTABLE,)  # the neon kernel: toolchain/isa/neon_relayout.py
 
     def infer_shapes(self, node: Node, graph: Graph) -> list[tuple[int, ...]]:
         src = graph.t(node.inputs[0]).shape
@@ -128,18 +122,3 @@ class Relayout(OpDef):
 
     def kernel_args(self, node: Node, graph: Graph) -> list[CArg]:
         return _portable_args(node, graph)
-
-
-# ---- the same kernel for plain Transpose nodes of 4-D tensors (e.g. a model input NCHW -> NHWC) ----
-def _transpose_plan(node: Node, graph: Graph) -> tuple[int, int, int, int] | None:
-    shape = graph.t(node.inputs[0]).shape
-    if len(shape) != 4:
-        return None
-    return relayout_plan(shape, tuple(node.attrs.perm))
-
-
-TRANSPOSE_NEON = KernelVariant("neon", "neon", "neon/relayout_s8.c.j2", "ecc_neon_relayout_s8",
-                               applies=lambda n, g: fast_plan(_transpose_plan(n, g)),
-                               args=lambda n, g: [*map(CArg.lit, _transpose_plan(n, g)), CArg("act", n.inputs[0]),
-                                                  CArg("act", n.outputs[0])],
-                               headers=("neon/ecc_neon_kernels.h", "neon/ecc_neon.h"))

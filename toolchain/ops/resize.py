@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from toolchain.ir import Graph, Node
-from toolchain.ops.registry import CArg, Cost, OpDef, OpKind, portable, register
+from toolchain.ops.registry import CArg, Cost, OpDef, portable, register
 
 ONNX_MODES = ("half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric", "tf_half_pixel_for_nn",
               "half_pixel_symmetric")
@@ -182,7 +182,7 @@ def _io_args(node: Node, graph: Graph) -> tuple[list[int], list[int]]:
     return [n, h, w, c], list(node.attrs.out_hw)
 
 
-@register(OpKind.RESIZE_NEAREST)
+@register("RESIZE_NEAREST", "ResizeNearestNeighbor")
 class ResizeNearest(_Resize):
     variants = (portable("resize_nearest"),)
 
@@ -202,7 +202,7 @@ class ResizeNearest(_Resize):
                 CArg("array", rows, "rows"), CArg("array", cols, "cols"), CArg("act", node.outputs[0])]
 
 
-@register(OpKind.RESIZE_BILINEAR)
+@register("RESIZE_BILINEAR", "ResizeBilinear")
 class ResizeBilinear(_Resize):
     variants = (portable("resize_bilinear"),)
 

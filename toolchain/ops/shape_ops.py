@@ -11,8 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from toolchain.ir import Graph, Node
-from toolchain.ops import relayout
-from toolchain.ops.registry import CArg, OpDef, OpKind, portable, register
+from toolchain.ops.registry import CArg, OpDef, portable, register
 
 
 @dataclass(frozen=True)
@@ -25,7 +24,7 @@ class TransposeAttrs:
     perm: tuple[int, ...]
 
 
-@register(OpKind.RESHAPE)
+@register("RESHAPE", "Reshape")
 class Reshape(OpDef):
     is_view = True
 
@@ -44,9 +43,9 @@ class Reshape(OpDef):
         return graph.t(node.inputs[0]).quant  # a view cannot change the quantization
 
 
-@register(OpKind.TRANSPOSE)
+@register("TRANSPOSE", "Transpose")
 class Transpose(OpDef):
-    variants = (relayout.TRANSPOSE_NEON, portable("transpose"))
+    variants = (portable("transpose"),)  # the neon kernel: toolchain/isa/neon_relayout.py
 
     def infer_shapes(self, node: Node, graph: Graph) -> list[tuple[int, ...]]:
         src = graph.t(node.inputs[0]).shape

@@ -15,7 +15,7 @@ from toolchain.ops.fixed_point import saturating_rounding_doubling_high_mul as _
 from dataclasses import dataclass
 from toolchain.ir import Graph, Node, QuantParams
 from toolchain.ops.fixed_point import softmax_params
-from toolchain.ops.registry import CArg, Cost, OpDef, OpKind, portable, register
+from toolchain.ops.registry import CArg, Cost, OpDef, portable, register
 
 _ACCUM_INTEGER_BITS = 12   # kAccumulationIntegerBits: sum of exps in Q12.19
 # (exponent e, Q0.31 raw of exp(-2^e)): gemmlowp's barrel shifter for Q5.26 inputs.
@@ -23,7 +23,7 @@ _EXP_BARREL = ((-2, 1672461947), (-1, 1302514674), (0, 790015084), (1, 290630308
                (2, 39332535), (3, 720401), (4, 242))
 
 
-def _exp_on_interval_neg_quarter_to_0(a: np.ndarray) -> np.ndarray:
+def exp_on_interval_neg_quarter_to_0(a: np.ndarray) -> np.ndarray:
     """gemmlowp exp on [-1/4, 0), Q0.31 in and out: 4th-order Taylor series around -1/8."""
     x = a + (1 << 28)                                      # x = a + 1/8
     x2 = _mul(x, x)
@@ -41,7 +41,7 @@ def exp_on_negative_values_q5_26(a: np.ndarray) -> np.ndarray:
     a = np.asarray(a, np.int64)
     one_quarter = 1 << 24
     a_mod = (a & (one_quarter - 1)) - one_quarter
-    result = _exp_on_interval_neg_quarter_to_0(saturating_left_shift(a_mod, 5))   # Rescale<0>
+    result = exp_on_interval_neg_quarter_to_0(saturating_left_shift(a_mod, 5))   # Rescale<0>
     remainder = a_mod - a
     for e, mult in _EXP_BARREL:
         result = np.where(remainder & (1 << (26 + e)), _mul(result, mult), result)
@@ -111,7 +111,7 @@ class SoftmaxAttrs:
 SOFTMAX_OUT = QuantParams.per_tensor(1.0 / 256.0, -128)  # TFLite int8 spec: fixed output qparams
 
 
-@register(OpKind.SOFTMAX)
+@register("SOFTMAX", "Softmax")
 class Softmax(OpDef):
     variants = (portable("softmax"),)
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from toolchain.ir import Graph, Node, QuantParams
-from toolchain.ops.registry import CArg, OpDef, OpKind, portable, register
+from toolchain.ops.registry import CArg, OpDef, portable, register
 from toolchain.ops.transcendental import input_rescale_params, rescale_input, tanh_q4, to_int8
 
 TANH_OUT = QuantParams.per_tensor(1.0 / 128.0, 0)
@@ -33,7 +33,7 @@ class TanhAttrs:
     """Tanh has no attributes (ONNX Tanh-13, TFLite TANH)."""
 
 
-@register(OpKind.TANH)
+@register("TANH", "Tanh")
 class Tanh(OpDef):
     variants = (portable("tanh"),)
 

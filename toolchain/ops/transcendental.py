@@ -13,7 +13,7 @@ import numpy as np
 
 from toolchain.ops.fixed_point import INT32_MAX, rounding_divide_by_pot, saturating_left_shift, wrap_int32
 from toolchain.ops.fixed_point import saturating_rounding_doubling_high_mul as _mul
-from toolchain.ops.softmax import _exp_on_interval_neg_quarter_to_0, one_over_one_plus_x_for_x_in_0_1
+from toolchain.ops.softmax import exp_on_interval_neg_quarter_to_0, one_over_one_plus_x_for_x_in_0_1
 
 # (exponent e, Q0.31 raw of exp(-2^e)): gemmlowp's barrel shifter
 _EXP_BARREL = ((-2, 1672461947), (-1, 1302514674), (0, 790015084), (1, 290630308),
@@ -27,7 +27,7 @@ def exp_on_negative_values(a: np.ndarray, integer_bits: int) -> np.ndarray:
     frac = 31 - integer_bits
     one_quarter = 1 << (frac - 2)
     a_mod = (a & (one_quarter - 1)) - one_quarter
-    result = _exp_on_interval_neg_quarter_to_0(saturating_left_shift(a_mod, integer_bits))  # Rescale<0>
+    result = exp_on_interval_neg_quarter_to_0(saturating_left_shift(a_mod, integer_bits))  # Rescale<0>
     remainder = wrap_int32(a_mod - a)
     for e, mult in _EXP_BARREL:
         if integer_bits > e:

@@ -31,6 +31,7 @@ from dataclasses import replace
 
 import numpy as np
 
+import toolchain.isa  # noqa: F401 - the layouts each op's ISA kernel variants take
 from toolchain.ir import Graph, Node
 from toolchain.ops.registry import KernelVariant, OpKind, opdef
 from toolchain.ops.relayout import RelayoutAttrs, fast_plan, relayout_plan, storage_dims, storage_perm

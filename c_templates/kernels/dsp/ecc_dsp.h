@@ -1,6 +1,6 @@
 /* edgecc DSP helpers (ACLE, Cortex-M4/M7/M33: __ARM_FEATURE_DSP) shared by the kernels in dsp/.
  *
- * Conventions prepared offline by toolchain/ops/packing.py:
+ * Conventions prepared offline by toolchain/isa/packing.py:
  * - The input zero point is folded into the bias: acc = bias' + sum x * w over raw int8 x, so a
  *   tap in the padding reads the zero point itself (im2col fills padding with it).
  * - q15 columns: four int8 x0..x3 become the words (x0, x2) and (x1, x3) (SXTB16, SXTB16 ROR 8).

@@ -2,7 +2,7 @@
  * (the `variants` of the op modules in toolchain/ops/); each one is bit-exact with its portable
  * counterpart.
  *
- * Differences from ecc_kernels.h, all prepared offline by toolchain/ops/packing.py:
+ * Differences from ecc_kernels.h, all prepared offline by toolchain/isa/packing.py:
  * - input_zp instead of input_offset: the offset is folded into the bias (bias + offset * sum(w)),
  *   so padded taps read the zero point;
  * - requantization (ecc_dsp_out in ecc_dsp.h): k = 2 * output_offset + 1, the clamp, and per output
@@ -16,7 +16,7 @@
  *   row quads (fully_connected_s8.c.j2) and k as out_k; depthwise kernels keep the weight
  *   layout and take the bias (doubled), mult, shift and out_k as arrays and a literal.
  * Argument order as everywhere: scratch, params, quant, input dims, input, weight dims, weights,
- * bias, output dims, output. Scratch sizes: the ops' dsp_plan (toolchain/ops/).
+ * bias, output dims, output. Scratch sizes: the plans of toolchain/isa/dsp.py.
  */
 #ifndef ECC_DSP_KERNELS_H
 #define ECC_DSP_KERNELS_H

@@ -1,6 +1,6 @@
 /* edgecc Helium (MVE, Cortex-M55: __ARM_FEATURE_MVE) helpers shared by the kernels in helium/.
  *
- * Conventions prepared offline by toolchain/ops/helium_variants.py:
+ * Conventions prepared offline by toolchain/isa/helium.py:
  * - The input zero point is folded into the bias: acc = bias' + sum x * w over raw int8 x, with
  *   bias' = bias - zp * sum w modulo 2^32 (the int32 accumulator wraps like the portable one, so
  *   the sum is the same int32), and a tap in the padding reads the zero point itself.

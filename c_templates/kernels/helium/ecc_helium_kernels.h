@@ -1,8 +1,8 @@
 /* edgecc Helium (MVE) int8 kernel prototypes (Cortex-M55). Chosen per node by the compiler (the
- * `variants` of the op modules, defined in toolchain/ops/helium_variants.py) on boards with the
+ * `variants` of the op modules, defined in toolchain/isa/helium.py) on boards with the
  * `mve` feature; each one is bit-exact with its portable counterpart.
  *
- * Differences from ecc_kernels.h, all prepared offline by toolchain/ops/helium_variants.py:
+ * Differences from ecc_kernels.h, all prepared offline by toolchain/isa/helium.py:
  * - input_zp instead of input_offset: the offset is folded into the bias, so padded taps read the
  *   zero point;
  * - conv2d, conv2d_1x1, fully_connected: `weights` is one blob per layer, output channels in quads
@@ -11,7 +11,7 @@
  * - one entry point per requantization mode: `_relu` for layers whose clamp starts at or above the
  *   output zero point (the round-half-away fix-up cannot change an output there), plain otherwise.
  * Argument order as everywhere: scratch, params, quant, input dims, input, weight dims, weights,
- * bias, output dims, output. Scratch sizes: toolchain/ops/helium_variants.py.
+ * bias, output dims, output. Scratch sizes: toolchain/isa/helium.py.
  */
 #ifndef ECC_HELIUM_KERNELS_H
 #define ECC_HELIUM_KERNELS_H

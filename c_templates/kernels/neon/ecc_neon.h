@@ -1,7 +1,7 @@
 /* edgecc NEON helpers (AArch64 Advanced SIMD) shared by the kernels in neon/.
  *
- * Conventions prepared offline by toolchain/ops/neon_variants.py (NHWC kernels; the CHWN kernels,
- * *_chwn_s8, vectorise across the batch and keep TFLM's input offset, see toolchain/ops/neon_chwn.py):
+ * Conventions prepared offline by toolchain/isa/neon.py (NHWC kernels; the CHWN kernels,
+ * *_chwn_s8, vectorise across the batch and keep TFLM's input offset, see toolchain/isa/neon_chwn.py):
  * - The input zero point is folded into the bias (bias' = bias + input_offset * sum w, wrapping like
  *   the int32 accumulator), so the kernels multiply raw int8 values and a padded tap reads the zero
  *   point itself (im2col fills padding with it; the depthwise kernels point such taps at a row of it).

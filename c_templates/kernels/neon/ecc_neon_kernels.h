@@ -1,5 +1,5 @@
 /* edgecc NEON int8 kernel prototypes (AArch64 Advanced SIMD; `_dot` entry points need the Armv8.2
- * dot product extension). Chosen per node by the compiler (toolchain/ops/neon_variants.py); each
+ * dot product extension). Chosen per node by the compiler (toolchain/isa/neon.py); each
  * one is bit-exact with its portable counterpart.
  *
  * Differences from ecc_kernels.h, all prepared offline (see ecc_neon.h):
@@ -15,7 +15,7 @@
  * - Armv8.0 GEMM and depthwise kernels have a `_nopair` twin for weights holding -128 (BL-04).
  * add, avg_pool2d and max_pool2d take the portable arguments.
  * Argument order as everywhere: scratch, params, quant, input dims, input, weight dims, weights,
- * bias (qparams), output dims, output. Scratch sizes: toolchain/ops/neon_variants.py.
+ * bias (qparams), output dims, output. Scratch sizes: toolchain/isa/neon.py.
  */
 #ifndef ECC_NEON_KERNELS_H
 #define ECC_NEON_KERNELS_H

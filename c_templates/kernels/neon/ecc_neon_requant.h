@@ -72,10 +72,10 @@ ECC_NEON_INLINE void ecc_neon_store_tile(int32x4_t *acc, int32_t nq, int8_t *out
 }
 
 /* ---- the output stage of the sparse pointwise kernels (conv2d_1x1_sparse[_dot]_s8.c.j2) ----
- * The output channels proven constant (toolchain/ops/packing.py constant_channels) are neither stored
+ * The output channels proven constant (toolchain/isa/packing.py constant_channels) are neither stored
  * nor computed: the GEMM writes the live channels of up to 4 pixels into a staging area (scratch,
  * rows of live_c int8) and ecc_neon_sparse_merge builds each output pixel from it, 16 channels a step.
- * Map (neon_variants.pack_sparse_map), the start of the `weights` blob, int8:
+ * Map (isa/neon_packing.pack_sparse_map), the start of the `weights` blob, int8:
  * - per block of 16 output channels (the last one padded): the constant row (each constant
  *   channel's value, 0 at live channels), then 16 TBL indices (the channel's rank among the
  *   block's live channels, or 0xFF at constant channels, where TBL gives 0);

@@ -12,8 +12,9 @@ from __future__ import annotations
 import numpy as np
 
 from toolchain.ir import Graph, Node
-from toolchain.ops.neon_packing import requant_ok
-from toolchain.ops.registry import CArg, KernelVariant, tflm_only
+from toolchain.isa.neon_packing import avg_window_ok, requant_ok
+from toolchain.ops import conv2d, depthwise_conv2d
+from toolchain.ops.registry import CArg, KernelVariant, OpKind, opdef, tflm_only
 from toolchain.ops.relayout import storage_dims
 
 CHWN = frozenset({"CHWN"})
@@ -90,9 +91,6 @@ def depthwise_chwn_plan(k: dict, x_shape, w: np.ndarray | None, bias, y_shape, *
 
 
 def _node_plan(node: Node, graph: Graph) -> list[CArg] | None:
-    from toolchain.ops import conv2d, depthwise_conv2d
-    from toolchain.ops.registry import OpKind
-
     x, y = graph.t(node.inputs[0]), graph.t(node.outputs[0])
     if len(x.shape) != 4:
         return None
@@ -101,15 +99,13 @@ def _node_plan(node: Node, graph: Graph) -> list[CArg] | None:
     if node.op is OpKind.CONV2D:
         if node.attrs.groups != 1:
             return None
-        return conv2d_chwn_plan(conv2d._s8_kwargs(node, graph), x.shape, w, bias, y.shape, x=x.name, y=y.name)
-    return depthwise_chwn_plan(depthwise_conv2d._s8_kwargs(node, graph), x.shape, w, bias, y.shape, x=x.name,
+        return conv2d_chwn_plan(conv2d.s8_kwargs(node, graph), x.shape, w, bias, y.shape, x=x.name, y=y.name)
+    return depthwise_chwn_plan(depthwise_conv2d.s8_kwargs(node, graph), x.shape, w, bias, y.shape, x=x.name,
                                y=y.name)
 
 
 def pool_chwn_args(node: Node, graph: Graph) -> list[CArg]:
     """The portable pooling arguments with the input dims in CHWN storage order."""
-    from toolchain.ops.registry import opdef
-
     args = opdef(node).kernel_args(node, graph)
     at = next(i for i, a in enumerate(args) if a.kind == "act")
     return [*args[:at - 4], *map(CArg.lit, storage_dims(graph.t(node.inputs[0]).shape, "CHWN")), *args[at:]]
@@ -119,8 +115,6 @@ CONV2D_CHWN = _variant("conv2d", lambda n, g: _node_plan(n, g) is not None, _nod
 DEPTHWISE_CONV2D_CHWN = _variant("depthwise_conv2d", lambda n, g: _node_plan(n, g) is not None, _node_plan,
                                  scratch_bytes=lambda n, g: 2 * int(np.prod(g.t(n.inputs[1]).shape[1:3])))
 def _avg_ok(node: Node, graph: Graph) -> bool:
-    from toolchain.ops.neon_variants import avg_window_ok
-
     return batch_ok(graph, node) and avg_window_ok(node.attrs.window.kernel)
 
 

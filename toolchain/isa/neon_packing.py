@@ -1,4 +1,4 @@
-"""Offline parts of the NEON kernel variants (neon_variants.py): the weight re-packing each kernel
+"""Offline parts of the NEON kernel variants (isa/neon.py): the weight re-packing each kernel
 reads (SDOT tiles, SMLAL pairs, depthwise), the input zero point folded into the bias, the
 requantization blob and the predicates on weights and shifts. Conventions on the C side:
 c_templates/kernels/neon/ecc_neon.h.
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from toolchain.ops.packing import ConstantSplit
+from toolchain.isa.packing import ConstantSplit
 
 SHIFT_RANGE = (-31, 30)  # TFLite's range; ecc_neon_rq is exact over it
 
@@ -127,3 +127,9 @@ def pack_sparse_map(split: ConstantSplit) -> np.ndarray:
     starts[1:nb] = np.cumsum(live.sum(axis=1))[:-1]
     return np.concatenate([np.stack([split.row_padded(16).reshape(nb, 16), perm], axis=1).reshape(-1),
                            wrap32(starts).astype("<i4").view(np.int8)])
+
+
+def avg_window_ok(kernel) -> bool:
+    """Windows neon/avg_pool2d sums exactly: rows of at most 256 cells (int16 lanes, added into int32
+    between rows) and at most 65536 cells (the float32 division stays exact below 2^24)."""
+    return kernel[1] <= 256 and kernel[0] * kernel[1] <= 65536

@@ -22,8 +22,10 @@ from typing import Any
 import numpy as np
 
 from toolchain.ir import Graph, Node
-from toolchain.ops.packing import ConstantSplit, layer_constants, split_constants
-from toolchain.ops.registry import CArg, KernelVariant, tflm_only
+from toolchain.isa.packing import ConstantSplit, layer_constants, split_constants
+from toolchain.ops import add, conv2d, depthwise_conv2d, fully_connected
+from toolchain.ops.binary import needs_broadcast
+from toolchain.ops.registry import CArg, KernelVariant, OpKind, add_variants, tflm_only
 
 HELIUM_HEADERS = ("helium/ecc_helium_kernels.h", "helium/ecc_helium.h")
 MVE = frozenset({"mve"})
@@ -189,12 +191,11 @@ def conv_plan(k: dict, x_shape: tuple[int, ...], w: np.ndarray, bias: np.ndarray
 def _conv_node(mode: str, pointwise: bool,
                sparse: bool = False) -> Callable[[Node, Graph], tuple[list[CArg], int] | None]:
     def plan(node: Node, graph: Graph):
-        from toolchain.ops import conv2d
 
         if node.attrs.groups != 1:
             return None
         x, w, y = graph.t(node.inputs[0]), graph.t(node.inputs[1]), graph.t(node.outputs[0])
-        return conv_plan(conv2d._s8_kwargs(node, graph), x.shape, w.data, _bias(node, graph), y.shape, mode=mode,
+        return conv_plan(conv2d.s8_kwargs(node, graph), x.shape, w.data, _bias(node, graph), y.shape, mode=mode,
                          pointwise=pointwise, x=x.name, y=y.name, sparse=sparse)
     return plan
 
@@ -224,10 +225,9 @@ def fc_plan(k: dict, x_shape: tuple[int, ...], w: np.ndarray, bias: np.ndarray |
 
 def _fc_node(mode: str) -> Callable[[Node, Graph], tuple[list[CArg], int] | None]:
     def plan(node: Node, graph: Graph):
-        from toolchain.ops import fully_connected
 
         x, w, y = graph.t(node.inputs[0]), graph.t(node.inputs[1]), graph.t(node.outputs[0])
-        return fc_plan(fully_connected._s8_kwargs(node, graph), x.shape, w.data, _bias(node, graph), y.shape,
+        return fc_plan(fully_connected.s8_kwargs(node, graph), x.shape, w.data, _bias(node, graph), y.shape,
                        mode=mode, x=x.name, y=y.name)
     return plan
 
@@ -251,7 +251,6 @@ def pack_depthwise(w: np.ndarray, f: Folded, px: int = 1) -> np.ndarray:
     then per tap the group's 16 int8. px = 1: lane l of group g is channel 16 g + l, zero-padded to
     whole groups; px > 1 (px * C == 16): one group, lane l is channel l % C of pixel l // C."""
     taps = w.reshape(-1, w.shape[3])
-    c = taps.shape[1]
     rec = np.stack([f.bias, f.mult, f.shift]).astype(np.int64)
     if px > 1:
         taps, rec = np.tile(taps, (1, px)), np.tile(rec, (1, px))
@@ -290,10 +289,9 @@ def dw_plan(k: dict, x_shape: tuple[int, ...], w: np.ndarray, bias: np.ndarray |
 
 def _dw_node(mode: str) -> Callable[[Node, Graph], tuple[list[CArg], int] | None]:
     def plan(node: Node, graph: Graph):
-        from toolchain.ops import depthwise_conv2d
 
         x, w, y = graph.t(node.inputs[0]), graph.t(node.inputs[1]), graph.t(node.outputs[0])
-        return dw_plan(depthwise_conv2d._s8_kwargs(node, graph), x.shape, w.data, _bias(node, graph), y.shape,
+        return dw_plan(depthwise_conv2d.s8_kwargs(node, graph), x.shape, w.data, _bias(node, graph), y.shape,
                        mode=mode, x=x.name, y=y.name)
     return plan
 
@@ -316,11 +314,9 @@ def add_exact(p) -> bool:
 
 
 def _add_applies(node: Node, graph: Graph) -> bool:
-    from toolchain.ops import add
-    from toolchain.ops.binary import needs_broadcast
 
     return (not needs_broadcast(node, graph) and graph.t(node.outputs[0]).size >= ADD_MIN_SIZE
-            and add_exact(add._params(node, graph)[0]))
+            and add_exact(add.params(node, graph)[0]))
 
 
 # like the portable flat kernel, the output may alias an input
@@ -328,3 +324,11 @@ ADD = (helium_variant("add", applies=_add_applies, scratch_bytes=lambda n, g: 2 
 # avg: 16 channels summed in int16 lanes, exact while a window holds at most 255 cells
 AVG_POOL2D = (helium_variant("avg_pool2d", applies=lambda n, g: np.prod(n.attrs.window.kernel) <= 255),)
 MAX_POOL2D = (helium_variant("max_pool2d", applies=lambda n, g: True),)
+
+
+add_variants(OpKind.CONV2D, *CONV2D)
+add_variants(OpKind.DEPTHWISE_CONV2D, *DEPTHWISE_CONV2D)
+add_variants(OpKind.FULLY_CONNECTED, *FULLY_CONNECTED)
+add_variants(OpKind.ADD, *ADD)
+add_variants(OpKind.AVG_POOL2D, *AVG_POOL2D)
+add_variants(OpKind.MAX_POOL2D, *MAX_POOL2D)

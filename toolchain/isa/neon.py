@@ -21,12 +21,14 @@ from typing import Any
 import numpy as np
 
 from toolchain.ir import Graph, Node
-from toolchain.ops import neon_chwn
-from toolchain.ops.neon_packing import (  # noqa: F401 - re-exported: the tests read them here
+from toolchain.isa import neon_chwn
+from toolchain.isa.neon_packing import (avg_window_ok,   # noqa: F401 - re-exported: the tests read them here
     SHIFT_RANGE, dot_tiles, fold_bias, k_padded, lane_safe, pack_depthwise, pack_dot, pack_mla, pack_sparse_map,
     qblob, requant_ok, wrap32)
-from toolchain.ops.packing import layer_constants, split_constants
-from toolchain.ops.registry import CArg, KernelVariant, tflm_only
+from toolchain.isa.packing import layer_constants, split_constants
+from toolchain.ops import add, conv2d, depthwise_conv2d, fully_connected
+from toolchain.ops.binary import needs_broadcast
+from toolchain.ops.registry import CArg, KernelVariant, OpKind, add_variants, tflm_only
 
 NEON_HEADERS = ("neon/ecc_neon_kernels.h", "neon/ecc_neon.h")
 DOTPROD = frozenset({"dotprod"})
@@ -142,13 +144,12 @@ def sparse_plan(k: dict, x_shape, w2d: np.ndarray, bias, y_shape, *, dot: bool, 
 
 @_memo
 def _conv2d_node(node: Node, graph: Graph, kind: str, pointwise: bool, sparse: bool = False):
-    from toolchain.ops import conv2d
 
     if node.attrs.groups != 1:
         return None
     x, y = graph.t(node.inputs[0]), graph.t(node.outputs[0])
     bias = _const(graph, node.inputs[2]) if len(node.inputs) > 2 else None
-    plan = conv2d_plan(conv2d._s8_kwargs(node, graph), x.shape, _const(graph, node.inputs[1]), bias, y.shape,
+    plan = conv2d_plan(conv2d.s8_kwargs(node, graph), x.shape, _const(graph, node.inputs[1]), bias, y.shape,
                        kind=kind, pointwise=pointwise, x=x.name, y=y.name, sparse=sparse)
     if plan is not None and sparse and kind == "dot" and not sparse_dot_pays(plan[0], y.shape[3]):
         return None
@@ -208,11 +209,10 @@ def fc_plan(k: dict, x_shape, w: np.ndarray, bias, y_shape, *, kind: str, x: str
 
 @_memo
 def _fc_node(node: Node, graph: Graph, kind: str):
-    from toolchain.ops import fully_connected
 
     x, y = graph.t(node.inputs[0]), graph.t(node.outputs[0])
     bias = _const(graph, node.inputs[2]) if len(node.inputs) > 2 else None
-    return fc_plan(fully_connected._s8_kwargs(node, graph), x.shape, _const(graph, node.inputs[1]), bias, y.shape,
+    return fc_plan(fully_connected.s8_kwargs(node, graph), x.shape, _const(graph, node.inputs[1]), bias, y.shape,
                    kind=kind, x=x.name, y=y.name)
 
 
@@ -246,11 +246,10 @@ def depthwise_plan(k: dict, x_shape, w: np.ndarray, bias, y_shape, *, pair: bool
 
 @_memo
 def _depthwise_node(node: Node, graph: Graph, pair: bool, three: bool):
-    from toolchain.ops import depthwise_conv2d
 
     x, y = graph.t(node.inputs[0]), graph.t(node.outputs[0])
     bias = _const(graph, node.inputs[2]) if len(node.inputs) > 2 else None
-    return depthwise_plan(depthwise_conv2d._s8_kwargs(node, graph), x.shape, _const(graph, node.inputs[1]), bias,
+    return depthwise_plan(depthwise_conv2d.s8_kwargs(node, graph), x.shape, _const(graph, node.inputs[1]), bias,
                           y.shape, pair=pair, three=three, x=x.name, y=y.name)
 
 
@@ -272,10 +271,8 @@ def add_exact(p) -> bool:
 
 
 def _add_applies(node: Node, graph: Graph) -> bool:
-    from toolchain.ops import add
-    from toolchain.ops.binary import needs_broadcast
 
-    return not needs_broadcast(node, graph) and add_exact(add._params(node, graph)[0])
+    return not needs_broadcast(node, graph) and add_exact(add.params(node, graph)[0])
 
 
 # elementwise over the flat buffer: the same kernel for NHWC and CHWN tensors
@@ -287,14 +284,16 @@ def _pool_channels_ok(node: Node, graph: Graph) -> bool:
     return graph.t(node.inputs[0]).shape[3] % 8 == 0
 
 
-def avg_window_ok(kernel) -> bool:
-    """Windows neon/avg_pool2d sums exactly: rows of at most 256 cells (int16 lanes, added into int32
-    between rows) and at most 65536 cells (the float32 division stays exact below 2^24)."""
-    return kernel[1] <= 256 and kernel[0] * kernel[1] <= 65536
-
-
 AVG_POOL2D_NHWC = neon_variant("avg_pool2d", "", applies=lambda n, g: (_pool_channels_ok(n, g)
                                                                        and avg_window_ok(n.attrs.window.kernel)))
 MAX_POOL2D_NHWC = neon_variant("max_pool2d", "", applies=_pool_channels_ok)
 AVG_POOL2D = (AVG_POOL2D_NHWC, neon_chwn.AVG_POOL2D_CHWN)
 MAX_POOL2D = (MAX_POOL2D_NHWC, neon_chwn.MAX_POOL2D_CHWN)
+
+
+add_variants(OpKind.CONV2D, *CONV2D)
+add_variants(OpKind.DEPTHWISE_CONV2D, *DEPTHWISE_CONV2D)
+add_variants(OpKind.FULLY_CONNECTED, *FULLY_CONNECTED)
+add_variants(OpKind.ADD, ADD)
+add_variants(OpKind.AVG_POOL2D, *AVG_POOL2D)
+add_variants(OpKind.MAX_POOL2D, *MAX_POOL2D)
