@@ -117,7 +117,8 @@ def layer_jobs(tmp: Path) -> list[dict[str, Any]]:
     import neon_cases as nc
     import neon_harness
     from dsp_harness import case
-    from toolchain.ops import conv2d, depthwise_conv2d, neon_chwn
+    from toolchain.isa import neon_chwn
+    from toolchain.ops import conv2d, depthwise_conv2d
     from toolchain.ops.common import Window
 
     rng = np.random.default_rng(0)

@@ -248,7 +248,8 @@ def chwn(x: np.ndarray) -> np.ndarray:
 def chwn_cases(seed: int = 62) -> list[Case]:
     """CHWN conv / depthwise / pooling cases (batches 8 and 16; the expected output is the NHWC
     reference in CHWN order) and relayout cases (the expected output is numpy's transpose)."""
-    from toolchain.ops import neon_chwn, relayout
+    from toolchain.isa import neon_chwn
+    from toolchain.ops import relayout
 
     rng = np.random.default_rng(seed)
     cases: list[Case] = []

@@ -9,9 +9,7 @@ if _ROOT not in sys.path:
 # ---- shared fixtures of the op tests of issue 4 --------------------------------------------------
 import os  # noqa: E402
 import shutil  # noqa: E402
-import subprocess  # noqa: E402
 
-import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 _HERE = Path(__file__).resolve().parent
@@ -40,19 +38,6 @@ def tflm_cases(tmp_path_factory):
     pytest.importorskip("tflite_micro", reason="tflite-micro (the TFLM oracle) is not installed")
     from tflite_op_cases import all_cases
 
-    d = tmp_path_factory.mktemp("tflm_ops")
-    cases = all_cases(full=SLOW)
-    for name, (model, inputs) in cases.items():
-        (d / f"{name}.tflite").write_bytes(model)
-        for k, arr in enumerate(inputs):
-            np.save(d / f"{name}.in{k}.npy", arr)
-    proc = subprocess.run([sys.executable, str(_HERE / "_tflm_runner.py"), str(d)], capture_output=True, text=True,
-                          timeout=300, check=False)
-    if proc.returncode != 0:
-        pytest.fail(f"TFLM runner died (rc {proc.returncode}): {proc.stderr[-2000:]}")
-    out = {}
-    for name, (_model, inputs) in cases.items():
-        err = d / f"{name}.err"
-        res = err.read_text() if err.exists() else np.load(d / f"{name}.out.npy")
-        out[name] = (d / f"{name}.tflite", inputs, res)
-    return out
+    from _op_checks import run_tflm
+
+    return run_tflm(all_cases(full=SLOW), tmp_path_factory.mktemp("tflm_ops"))

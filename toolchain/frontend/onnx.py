@@ -228,7 +228,9 @@ def identity(b: Builder, input, ratio=None, training_mode=None, *, seed=None):  
     return b.alias(input)
 
 
-from toolchain.frontend import onnx_ops  # noqa: E402,F401 - registers the converters of issue 4
+from toolchain.frontend import converter_modules  # noqa: E402
+
+converter_modules("onnx_ops")  # registers the converters of toolchain/frontend/onnx_ops*.py
 
 
 def load_onnx(path: str | Path, input_shapes: dict[str, tuple[int, ...]] | None = None) -> Graph:

@@ -348,6 +348,8 @@ def load_tflite(path: str | Path) -> Graph:
                                                                     "input_layout": "NHWC"})
 
 
-from toolchain.frontend import tflite_ops  # noqa: E402,F401 - registers the converters of issue 4
+from toolchain.frontend import converter_modules  # noqa: E402
+
+converter_modules("tflite_ops")  # registers the converters of toolchain/frontend/tflite_ops*.py
 
 __all__ = ["CONVERTERS", "load_tflite"]
