@@ -1,6 +1,7 @@
 """TFLite converters of the element-wise, data-movement, activation and type-edge ops (SUB, MUL,
 CONCATENATION, PAD/PADV2, MEAN, LOGISTIC, TANH, HARD_SWISH, LEAKY_RELU, PRELU, RELU, RELU6, RESIZE_*,
-QUANTIZE, DEQUANTIZE), registered into toolchain.frontend.tflite.CONVERTERS. Same contract as the
+QUANTIZE, DEQUANTIZE, SQUARED_DIFFERENCE), registered into toolchain.frontend.tflite.CONVERTERS. Same
+contract as the
 converters there: keyword parameters are the schema.fbs options, the file's own qparams are kept.
 """
 from __future__ import annotations
@@ -23,6 +24,7 @@ from toolchain.ops.prelu import PReluAttrs
 from toolchain.ops.quantize_ops import QuantizeAttrs
 from toolchain.ops.registry import OpKind
 from toolchain.ops.resize import ResizeAttrs
+from toolchain.ops.squared_difference import SquaredDifferenceAttrs
 from toolchain.ops.tanh import TanhAttrs
 
 
@@ -41,6 +43,12 @@ def sub(b: Builder, input1: int, input2: int, *, fused_activation_function: int 
 @converter("MUL")
 def mul(b: Builder, input1: int, input2: int, *, fused_activation_function: int = 0) -> None:
     _binary(b, OpKind.MUL, input1, input2, fused_activation_function)
+
+
+@converter("SQUARED_DIFFERENCE")
+def squared_difference(b: Builder, input1: int, input2: int) -> None:
+    b.emit(OpKind.SQUARED_DIFFERENCE, [b.operand(input1, "input1"), b.operand(input2, "input2")],
+           SquaredDifferenceAttrs())
 
 
 @converter("CONCATENATION")
