@@ -157,4 +157,4 @@ def summary_error(path: Path | str, problems: list[Problem]) -> UnsupportedModel
     return UnsupportedModel("\n".join(summary_lines(path, problems)))
 
 
-__all__ = ["NodeUnsupported", "Problem", "UNKNOWN_OP", "node_label", "reason_key", "summary_error", "summary_lines"]
+__all__ = ["UNKNOWN_OP", "NodeUnsupported", "Problem", "node_label", "reason_key", "summary_error", "summary_lines"]
