@@ -339,6 +339,12 @@ def _compare(args: argparse.Namespace) -> int:
     return 1 if c.failures else 0
 
 
+def error_text(e: EdgeccError) -> str:
+    """`edgecc: error: <first line>`, then the message's further lines (if any) indented."""
+    first, *rest = str(e).splitlines() or [""]
+    return "\n".join([f"edgecc: error: {first}", *(r if r[:1].isspace() else f"  {r}" for r in rest)])
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the `edgecc` console script; returns the exit status."""
     args = _parser().parse_args(argv)
@@ -352,7 +358,7 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         return _compare(args) if args.cmd == "compare" else _job(args)
     except EdgeccError as e:
-        print(f"edgecc: error: {e}", file=sys.stderr)
+        print(error_text(e), file=sys.stderr)
         return e.exit_code
     except KeyboardInterrupt:
         print("edgecc: interrupted", file=sys.stderr)

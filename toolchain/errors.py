@@ -1,7 +1,8 @@
-"""The compiler's user-facing errors: one line each, with the process exit status they map to.
+"""The compiler's user-facing errors: one line each (UnsupportedModel: a one-line summary and a short
+indented body, see toolchain.frontend.unsupported), with the process exit status they map to.
 
-EdgeccError and subclasses are caught by the CLI and printed as `edgecc: error: <message>`,
-never as a traceback. Exit status: 2 bad input or usage; 1 verification mismatch; 3 guest fault
+EdgeccError and subclasses are caught by the CLI and printed as `edgecc: error: <message>`
+(further lines indented), never as a traceback. Exit status: 2 bad input or usage; 1 verification mismatch; 3 guest fault
 or timeout (see cli.py).
 """
 from __future__ import annotations
@@ -18,4 +19,4 @@ class InputError(EdgeccError):
 
 
 class UnsupportedModel(InputError):
-    """The model uses ops or attributes the compiler does not support (all listed at once)."""
+    """The model uses ops or attributes the compiler does not support (all summarised at once)."""

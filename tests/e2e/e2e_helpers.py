@@ -33,16 +33,18 @@ def finish(res, out: Path) -> Job:
     return Job(res.code, res.out, res.err, out, json.loads(rj.read_text()) if rj.is_file() else None)
 
 
-def assert_rejected(res, out, *needles: str) -> str:
-    """Exit 2, one error line containing every needle, no traceback, nothing written."""
+def assert_rejected(res, out, *needles: str, max_lines: int = 1) -> str:
+    """Exit 2, one error line (up to `max_lines`: a summary line, then indented lines) containing
+    every needle, no traceback, nothing written. Returns the error text."""
     assert "Traceback" not in res.err, f"traceback instead of a one-line error:\n{res.err}"
     assert res.code == 2, f"exit {res.code}, expected 2; stderr:\n{res.err}"
     lines = res.err.strip().splitlines()
-    assert len(lines) == 1, f"expected one error line, got {len(lines)}:\n{res.err}"
-    line = lines[0]
-    assert line.startswith("edgecc: error: "), line
+    assert 1 <= len(lines) <= max_lines, f"expected at most {max_lines} error line(s), got {len(lines)}:\n{res.err}"
+    assert lines[0].startswith("edgecc: error: "), lines[0]
+    assert all(ln.startswith("  ") for ln in lines[1:]), f"continuation lines not indented:\n{res.err}"
+    line = "\n".join(lines)
     for n in needles:
-        assert n in line, f"{n!r} not in the error line: {line}"
+        assert n in line, f"{n!r} not in the error: {line}"
     assert res.out == "", f"stdout should be empty on bad input: {res.out!r}"
     assert not out.exists(), f"OUT {out} was written"
     if out.parent.exists():

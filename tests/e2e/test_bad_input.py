@@ -1,6 +1,7 @@
 """Bad input and the other non-zero exits (issue 2 points 4 and 11).
 
-Exit 2 (bad input or usage): one line `edgecc: error: ...` naming the file/node/op and what to do,
+Exit 2 (bad input or usage): one line `edgecc: error: ...` naming the file/node/op and what to do
+(an unsupported model: that summary line and a few indented lines, one per op type and reason),
 no traceback, nothing on stdout, and nothing written: OUT does not exist afterwards and no
 temporary folder is left beside it (a previous OUT is left untouched).
 Exit 3 (guest fault): a complete OUT with the log and the op that was running.
@@ -77,10 +78,13 @@ def test_unsupported_ops_are_all_named_with_the_supported_list(edgecc, tmp_path,
                         helper.make_node("Sin", ["r"], ["y"], name="my_sin")],
                        [vinfo("x", [1, 16])], [vinfo("y", [1, 16])])
     res = edgecc("run", "--model", model, "--calibration", x16, "--out", out)
-    line = assert_rejected(res, out, "trig.onnx", "my_cos", "Cos", "my_sin", "Sin", "supported")
-    supported = line.split("supported", 1)[1]
+    text = assert_rejected(res, out, "trig.onnx: 2 unsupported node(s) of 2 op type(s): Cos (1), Sin (1)",
+                           "  Cos x1 (unknown op): my_cos", "  Sin x1 (unknown op): my_sin", max_lines=4)
+    assert text.splitlines()[-1] == "  see `edgecc ops` for the supported ops" and "relu0" not in text
+    supported = edgecc("ops")  # the pointer leads to the supported ops
+    assert supported.code == 0
     for op in ("Conv", "Gemm", "Relu", "Softmax", "MaxPool", "Add"):
-        assert op in supported, f"{op} missing from the supported-op list: {line}"
+        assert f"\n{op} " in supported.out, f"{op} missing from `edgecc ops`"
 
 
 def test_dynamic_input_dimension_without_a_shape(edgecc, tmp_path, out, x16):

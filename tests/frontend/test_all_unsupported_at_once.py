@@ -1,7 +1,7 @@
 """An unsupported model fails before any C is written, listing every unsupported node at once
 (issue 4; reviewer finding): unknown ops, unknown attribute names, unsupported attribute values,
-dtypes and shape constraints of the whole graph in one error whose head names the file and the
-count, for float ONNX, QDQ ONNX and int8 .tflite models. Conversion goes on after a bad node (its
+dtypes and shape constraints of the whole graph in one error whose first line names the file and the
+counts, then one line per op type and reason, for float ONNX, QDQ ONNX and int8 .tflite models. Conversion goes on after a bad node (its
 outputs get the shapes ONNX infers, or the shapes the .tflite file declares)."""
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from toolchain.errors import UnsupportedModel
 from toolchain.frontend.onnx import load_onnx
 from toolchain.frontend.onnx_qdq import load_qdq
 from toolchain.frontend.tflite import load_tflite
+from toolchain.frontend.unsupported import POINTER
 
 
 def _float_model(path: Path, nodes: list, x_shape: tuple[int, ...], outs: list[str], inits: dict) -> Path:
@@ -29,10 +30,13 @@ def _float_model(path: Path, nodes: list, x_shape: tuple[int, ...], outs: list[s
     return path
 
 
-def _head_and_items(msg: str, path: Path, n: int) -> list[str]:
-    assert "\n" not in msg and "Traceback" not in msg
-    assert msg.startswith(f"{path}: {n} unsupported"), msg
-    return msg.split("; ")
+def _groups(msg: str, path: Path, n: int, types: str) -> list[str]:
+    """The group lines of the error, after checking its summary line and its pointer line."""
+    lines = msg.splitlines()
+    assert "Traceback" not in msg
+    assert lines[0] == f"{path}: {n} unsupported node(s) of {types}", msg
+    assert lines[-1] == POINTER, msg
+    return lines[1:-1]
 
 
 def test_float_onnx_lists_unknown_ops_attribute_values_and_shape_constraints(tmp_path: Path) -> None:
@@ -48,13 +52,13 @@ def test_float_onnx_lists_unknown_ops_attribute_values_and_shape_constraints(tmp
                         {"w": np.ones((6, 1, 1, 1))})
     with pytest.raises(UnsupportedModel) as e:
         load_onnx(path)
-    items = _head_and_items(str(e.value), path, 5)
-    assert "node erf_1 (Erf): unsupported op" in items[0]
-    assert "node cos_2 (Cos): unsupported op" in items[1]
-    assert "node softmax_ax1 (Softmax): unsupported Softmax over axis 1 (only the last axis)" in items[2]
-    assert "node conv_g3 (Conv): unsupported group 3 does not divide 4 input / 6 output channels" in items[3]
-    assert items[4] == "node pool_dil (AveragePool): unsupported dilated AveragePool"
-    assert items[5].startswith("supported ONNX ops: ") and "Conv" in items[5]
+    groups = _groups(str(e.value), path, 5,
+                     "5 op type(s): AveragePool (1), Conv (1), Cos (1), Erf (1), Softmax (1)")
+    assert groups == ["  AveragePool x1 (dilated AveragePool): pool_dil",
+                      "  Conv x1 (group 3 does not divide 4 input / 6 output channels): conv_g3",
+                      "  Cos x1 (unknown op): cos_2",
+                      "  Erf x1 (unknown op): erf_1",
+                      "  Softmax x1 (Softmax over axis 1 (only the last axis)): softmax_ax1"]
     assert "relu_fine" not in str(e.value)
 
 
@@ -66,10 +70,10 @@ def test_float_onnx_unknown_attribute_and_bad_value_together(tmp_path: Path) -> 
     path = _float_model(tmp_path / "m.onnx", nodes, (1, 4, 6, 6), ["p", "s", "q"], {})
     with pytest.raises(UnsupportedModel) as e:
         load_onnx(path)
-    items = _head_and_items(str(e.value), path, 3)
-    assert items[0].endswith("node mp (MaxPool): unsupported attribute(s) sparkle")
-    assert items[1:] == ["node pool_dil (AveragePool): unsupported dilated AveragePool",
-                         "node sm (Softmax): unsupported Softmax over axis 1 (only the last axis)"]
+    groups = _groups(str(e.value), path, 3, "3 op type(s): AveragePool (1), MaxPool (1), Softmax (1)")
+    assert groups == ["  AveragePool x1 (dilated AveragePool): pool_dil",
+                      "  MaxPool x1 (attribute(s) sparkle): mp",
+                      "  Softmax x1 (Softmax over axis 1 (only the last axis)): sm"]
 
 
 def test_qdq_onnx_lists_strip_errors_unknown_ops_and_attribute_values(tmp_path: Path) -> None:
@@ -85,11 +89,11 @@ def test_qdq_onnx_lists_strip_errors_unknown_ops_and_attribute_values(tmp_path: 
     with pytest.raises(UnsupportedModel) as e:
         load_qdq(path)
     msg = str(e.value)
-    items = _head_and_items(msg, path, 4)
-    assert "(DequantizeLinear): unsupported" in items[0] and "a requantization" in items[0], msg
-    assert items[1] == "node n2_Erf (Erf): unsupported op"
-    assert items[2] == "node n3_Softmax (Softmax): unsupported Softmax over axis 1 (only the last axis)"
-    assert items[3] == "node n6_AveragePool (AveragePool): unsupported dilated AveragePool"
+    groups = _groups(msg, path, 4, "4 op type(s): AveragePool (1), DequantizeLinear (1), Erf (1), Softmax (1)")
+    assert groups[0] == "  AveragePool x1 (dilated AveragePool): n6_AveragePool"
+    assert groups[1].startswith("  DequantizeLinear x1 (input 'xq' read with") and "a requantization" in groups[1], msg
+    assert groups[2:] == ["  Erf x1 (unknown op): n2_Erf",
+                          "  Softmax x1 (Softmax over axis 1 (only the last axis)): n3_Softmax"]
 
 
 def test_tflite_lists_unknown_ops_options_and_quantization(tmp_path: Path) -> None:
@@ -116,9 +120,8 @@ def test_tflite_lists_unknown_ops_options_and_quantization(tmp_path: Path) -> No
     with pytest.raises(UnsupportedModel) as e:
         load_tflite(path)
     msg = str(e.value)
-    items = _head_and_items(msg, path, 4)
-    assert items[0].endswith("operator 0 't1' (EXP): unsupported op")
-    assert items[1].startswith("operator 1 't2' (AVERAGE_POOL_2D): unsupported pooling from scale")
-    assert items[2].startswith("operator 2 't3' (SOFTMAX): unsupported softmax output quantization")
-    assert items[3] == "operator 3 't4' (MAX_POOL_2D): unsupported fused activation 4 (TANH/SIGN_BIT)"
-    assert items[4].startswith("supported TFLite ops: ") and "CONV_2D" in items[4]
+    groups = _groups(msg, path, 4, "4 op type(s): AVERAGE_POOL_2D (1), EXP (1), MAX_POOL_2D (1), SOFTMAX (1)")
+    assert groups[0].startswith("  AVERAGE_POOL_2D x1 (pooling from scale 0.1") and groups[0].endswith(": operator 1 't2'")
+    assert groups[1] == "  EXP x1 (unknown op): operator 0 't1'"
+    assert groups[2] == "  MAX_POOL_2D x1 (fused activation 4 (TANH/SIGN_BIT)): operator 3 't4'"
+    assert groups[3].startswith("  SOFTMAX x1 (softmax output quantization") and groups[3].endswith(": operator 2 't3'")

@@ -1,5 +1,5 @@
 """Bad ONNX input fails loudly and completely (issue 4 point 7): every node with attributes its
-converter does not take is listed in one line before any C is written (float and QDQ models), and a
+converter does not take is listed in one error before any C is written (float and QDQ models), and a
 broadcast needing more loop levels than the C kernels walk (4) names the node instead of emitting
 wrong code (Add, Sub, Mul, PRelu)."""
 from __future__ import annotations
@@ -39,9 +39,9 @@ def test_every_node_with_unsupported_attributes_at_once(tmp_path: Path) -> None:
     with pytest.raises(UnsupportedModel) as e:
         load_onnx(_two_bad_nodes(tmp_path / "m.onnx"))
     msg = str(e.value)
-    assert "node conv_bad (Conv): unsupported attribute(s) frobnicate" in msg
-    assert "node pool_bad (MaxPool): unsupported attribute(s) sparkle" in msg
-    assert "relu_ok" not in msg and "\n" not in msg
+    assert msg.splitlines()[1:3] == ["  Conv x1 (attribute(s) frobnicate): conv_bad",
+                                     "  MaxPool x1 (attribute(s) sparkle): pool_bad"], msg
+    assert "relu_ok" not in msg
 
 
 def test_qdq_model_lists_every_bad_node(tmp_path: Path) -> None:
@@ -55,17 +55,20 @@ def test_qdq_model_lists_every_bad_node(tmp_path: Path) -> None:
     with pytest.raises(UnsupportedModel) as e:
         load_qdq(m.save(tmp_path / "q.onnx"))
     msg = str(e.value)
-    assert "2 unsupported" in msg and "qconv_bad (Conv)" in msg and "qpool_bad (MaxPool)" in msg
+    assert "2 unsupported node(s) of 2 op type(s): Conv (1), MaxPool (1)" in msg.splitlines()[0], msg
+    assert "(attribute(s) frobnicate): qconv_bad" in msg and "(attribute(s) sparkle): qpool_bad" in msg
 
 
-def test_cli_reports_both_bad_nodes_in_one_line_and_writes_nothing(tmp_path: Path, edgecc) -> None:
+def test_cli_reports_both_bad_nodes_in_one_error_and_writes_nothing(tmp_path: Path, edgecc) -> None:
     model = _two_bad_nodes(tmp_path / "m.onnx")
     np.save(tmp_path / "d.npy", np.zeros((2, 1, 2, 4, 4), np.float32))
     res = edgecc("build", "--model", model, "--calibration", tmp_path / "d.npy", "--board", "host",
                  "--out", tmp_path / "out")
     assert res.code == 2 and not (tmp_path / "out").exists()
-    line, = res.err.strip().splitlines()
-    assert "conv_bad (Conv)" in line and "pool_bad (MaxPool)" in line and "Traceback" not in res.err
+    head, conv, pool, pointer = res.err.strip().splitlines()
+    assert head.startswith("edgecc: error: ") and "2 unsupported node(s)" in head and "Traceback" not in res.err
+    assert conv.endswith("Conv x1 (attribute(s) frobnicate): conv_bad") and pool.endswith("): pool_bad")
+    assert "edgecc ops" in pointer
 
 
 # ---- broadcast beyond the kernels' four loop levels ---------------------------------------------
@@ -79,12 +82,12 @@ def test_broadcast_beyond_four_loop_levels_names_the_node(tmp_path: Path, edgecc
     else:
         nodes = [helper.make_node(op, ["a", "b"], ["y"], name=f"{op.lower()}_wide")]
         model = _float_model(tmp_path / "m.onnx", nodes, {"a": (2, 1, 3, 1, 5), "b": (1, 4, 3, 2, 1)})
-    with pytest.raises(UnsupportedModel, match=rf"node {op.lower()}_wide \({op}\).*5 loop levels \(max 4\)"):
+    with pytest.raises(UnsupportedModel, match=rf"{op} x1 \(.*5 loop levels \(max 4\)\): {op.lower()}_wide"):
         load_onnx(model)
     shapes = {"a": (2, 4, 3, 2, 5)} if op == "PRelu" else {"a": (2, 1, 3, 1, 5), "b": (1, 4, 3, 2, 1)}
     np.savez(tmp_path / "d.npz", **{k: np.ones((1, *v), np.float32) for k, v in shapes.items()})
     res = edgecc("build", "--model", model, "--calibration", tmp_path / "d.npz", "--board", "host",
                  "--out", tmp_path / "out")
     assert res.code == 2 and not (tmp_path / "out").exists()
-    line, = res.err.strip().splitlines()
-    assert f"{op.lower()}_wide ({op})" in line and "loop levels" in line
+    group = res.err.strip().splitlines()[1]
+    assert group.startswith(f"  {op} x1 (") and "loop levels" in group and group.endswith(f"{op.lower()}_wide")

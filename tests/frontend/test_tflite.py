@@ -266,7 +266,9 @@ def test_unsupported_ops_are_listed_together(tmp_path):
     with pytest.raises(UnsupportedModel) as e:
         load_tflite(p)
     msg = str(e.value)
-    assert "operator 0 't2' (SQUARED_DIFFERENCE)" in msg and "operator 1 't3' (EXP)" in msg and "CONV_2D" in msg
+    assert "2 unsupported node(s) of 2 op type(s): EXP (1), SQUARED_DIFFERENCE (1)" in msg.splitlines()[0], msg
+    assert "  SQUARED_DIFFERENCE x1 (unknown op): operator 0 't2'" in msg and "  EXP x1 (unknown op): operator 1 't3'" in msg
+    assert msg.splitlines()[-1] == "  see `edgecc ops` for the supported ops"
 
 
 def _patched(model: bytes, edit) -> bytes:
@@ -288,19 +290,19 @@ def test_unsupported_options_and_quantization_name_the_operator(tmp_path):
     model, _ = conv_case(rng, h=5, w=5, cin=2, cout=2, k=(3, 3))
     tanh = _patched(model, lambda m: setattr(m.subgraphs[0].operators[0].builtinOptions, "fusedActivationFunction", 4))
     (tmp_path / "tanh.tflite").write_bytes(tanh)
-    with pytest.raises(UnsupportedModel, match=r"operator 0 't3' \(CONV_2D\): unsupported fused activation 4"):
+    with pytest.raises(UnsupportedModel, match=r"CONV_2D x1 \(fused activation 4 .*\): operator 0 't3'"):
         load_tflite(tmp_path / "tanh.tflite")
     model, _ = pool_case(rng, avg=True, h=4, w=4, c=2, k=(2, 2), s=(2, 2))
     rescaled = _patched(model, lambda m: setattr(m.subgraphs[0].tensors[1].quantization, "scale", [0.5]))
     (tmp_path / "pool.tflite").write_bytes(rescaled)
-    with pytest.raises(UnsupportedModel, match=r"AVERAGE_POOL_2D\): unsupported pooling from scale"):
+    with pytest.raises(UnsupportedModel, match=r"AVERAGE_POOL_2D x1 \(pooling from scale"):
         load_tflite(tmp_path / "pool.tflite")
     model, _ = conv_case(rng, h=5, w=5, cin=2, cout=2, k=(3, 3))
     hybrid = _patched(model, lambda m: setattr(m.subgraphs[0].tensors[0], "type", 0))  # float32 input
     (tmp_path / "float.tflite").write_bytes(hybrid)
     with pytest.raises(UnsupportedModel) as e:
         load_tflite(tmp_path / "float.tflite")
-    assert "graph input" in str(e.value) and "(CONV_2D): unsupported input 't0' of type float32" in str(e.value)
+    assert "graph input x1 (of type float32" in str(e.value) and "CONV_2D x1 (input 't0' of type float32" in str(e.value)
 
 
 def test_bad_files_are_input_errors(tmp_path):

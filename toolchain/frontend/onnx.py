@@ -17,7 +17,8 @@ import onnx
 from onnx import numpy_helper
 
 from toolchain.errors import InputError, UnsupportedModel
-from toolchain.frontend.onnx_builder import Builder, Val, unsupported_model
+from toolchain.frontend.onnx_builder import Builder, Val
+from toolchain.frontend.unsupported import summary_error
 from toolchain.ir import DType, Graph
 from toolchain.ops.batch_norm import BatchNormAttrs
 from toolchain.ops.clamp import ClampAttrs
@@ -252,18 +253,17 @@ def load_onnx(path: str | Path, input_shapes: dict[str, tuple[int, ...]] | None 
         raise InputError(f"{path}: opset {opset} is too old (need >= 11); re-export the model")
     b = Builder(path, opset, model.graph.name or path.stem)
     b.model = model
-    missing = b.check_statically(model.graph.node, CONVERTERS)   # every node with an unknown op or attribute
-    supported = f"; supported ONNX ops: {', '.join(sorted(CONVERTERS))}" if missing else ""
+    b.check_statically(model.graph.node, CONVERTERS)   # every node with an unknown op or attribute
     try:
         _add_inputs(b, path, model, input_shapes)
     except InputError:
         if b.errors:  # the model is unsupported anyway: say that first
-            raise unsupported_model(path, b.errors, supported) from None
+            raise summary_error(path, b.errors) from None
         raise
     for node in model.graph.node:  # unsupported values, dtypes and shapes: all of them, then one error
         b.convert(node, CONVERTERS.get(node.op_type))
     if b.errors:
-        raise unsupported_model(path, b.errors, supported)
+        raise summary_error(path, b.errors)
     return b.finish([o.name for o in model.graph.output])
 
 

@@ -17,6 +17,7 @@ import onnx
 from onnx import helper
 
 from toolchain.errors import UnsupportedModel
+from toolchain.frontend.unsupported import UNKNOWN_OP, NodeUnsupported, Problem, node_label
 from toolchain.ir import DType, Graph, Node, Tensor
 from toolchain.ir.graph import fresh_name
 from toolchain.ops.registry import OpKind, opdef
@@ -54,12 +55,6 @@ def signature_error(node: Any, fn: Callable[..., Any]) -> str | None:
     return None
 
 
-def signature_errors(nodes: Any, converters: dict[str, Callable[..., Any]]) -> list[str]:
-    """signature_error of every node with a converter, as "node NAME (OP): unsupported ..." lines."""
-    return [f"node {n.name or '?'} ({n.op_type}): unsupported {e}" for n in nodes
-            if n.op_type in converters and (e := signature_error(n, converters[n.op_type]))]
-
-
 def inferred_shapes(model: Any) -> dict[str, tuple[int, ...]]:
     """ONNX value name -> its static shape from onnx.shape_inference (values of unknown or dynamic
     shape left out; {} when inference fails). Used only to keep checking the nodes after an
@@ -76,12 +71,6 @@ def inferred_shapes(model: Any) -> dict[str, tuple[int, ...]]:
     return out
 
 
-def unsupported_model(path: Path, errors: list[str], extra: str = "") -> UnsupportedModel:
-    """The one-line error listing every unsupported node: "FILE: N unsupported node(s): ...; ..."."""
-    n = len(errors)
-    return UnsupportedModel(f"{path}: {n} unsupported node{'s' if n != 1 else ''}: " + "; ".join(errors) + extra)
-
-
 class Builder:
     """Accumulates IR tensors and nodes while converters run over the ONNX nodes in order."""
 
@@ -95,15 +84,20 @@ class Builder:
         self._cache: dict[tuple[str, tuple[int, ...]], str] = {}
         self.node: Any = None
         self.op_type = ""
-        self.errors: list[str] = []      # every unsupported node so far, reported together at the end
+        self.errors: list[Problem] = []  # every unsupported node so far, reported together at the end
+        self.index: dict[tuple[str, ...], int] = {}  # node outputs -> its index in the ONNX graph
         self.rejected: set[tuple[str, ...]] = set()  # outputs of nodes the static checks already listed
         self.model: Any = None           # the ONNX model, for shapes after an unsupported node
         self._shapes: dict[str, tuple[int, ...]] | None = None
 
     # -- errors and context ------------------------------------------------------------------
-    def unsupported(self, what: str) -> UnsupportedModel:
+    def label(self, node: Any) -> str:
+        """A node as errors name it: its name, or `#INDEX` in the ONNX graph when it has none."""
+        return node_label(node.name, self.index.get(tuple(node.output)))
+
+    def unsupported(self, what: str) -> NodeUnsupported:
         """An error naming the file, the node and its op; the caller raises it."""
-        return UnsupportedModel(f"{self.path}: node {self.node.name or '?'} ({self.op_type}): unsupported {what}")
+        return NodeUnsupported(self.path, Problem(self.label(self.node), self.op_type, what))
 
     def convert(self, node: Any, fn: Callable[..., Any] | None, after: Callable[[int], None] | None = None) -> bool:
         """Run one converter on one ONNX node, mapping inputs positionally and attributes by name
@@ -125,7 +119,8 @@ class Builder:
             if after is not None:
                 after(first)
         except UnsupportedModel as e:
-            self.errors.append(str(e).removeprefix(f"{self.path}: "))
+            self.errors.append(e.problem if isinstance(e, NodeUnsupported) else
+                               Problem(self.label(node), node.op_type, str(e).removeprefix(f"{self.path}: ")))
             self._placeholders(node)
             return False
         return True
@@ -144,12 +139,14 @@ class Builder:
     def check_statically(self, nodes: Any, converters: dict[str, Callable[..., Any]]) -> bool:
         """List in self.errors every node whose op has no converter or whose attributes / inputs its
         converter cannot take; convert() then skips them. Static (no shapes), so these are found even
-        behind an unsupported node whose outputs are unknown. True when some op has no converter."""
+        behind an unsupported node whose outputs are unknown. True when some op has no converter.
+        Also indexes the nodes (for `#INDEX` labels) unless the caller set self.index already."""
+        self.index = self.index or {tuple(n.output): i for i, n in enumerate(nodes)}
         missing = [n for n in nodes if n.op_type not in converters]
-        self.errors += [f"node {n.name or '?'} ({n.op_type}): unsupported op" for n in missing]
+        self.errors += [Problem(self.label(n), n.op_type, UNKNOWN_OP) for n in missing]
         for n in nodes:
             if n.op_type in converters and (e := signature_error(n, converters[n.op_type])):
-                self.errors.append(f"node {n.name or '?'} ({n.op_type}): unsupported {e}")
+                self.errors.append(Problem(self.label(n), n.op_type, e))
                 self.rejected.add(tuple(n.output))
         self.rejected |= {tuple(n.output) for n in missing}
         return bool(missing)

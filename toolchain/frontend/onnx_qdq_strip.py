@@ -23,6 +23,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+from toolchain.frontend.unsupported import Problem, node_label
 from toolchain.ir import DType, QuantParams, Tensor
 
 QDQ_OPS = {"QuantizeLinear", "DequantizeLinear", "QLinearConv", "QLinearMatMul", "ConvInteger", "MatMulInteger"}
@@ -45,7 +46,9 @@ class Stripped:
     weights: dict[str, Tensor] = field(default_factory=dict)    # float constant -> its integers + grid
     int_of: dict[str, tuple[str, QuantParams | None]] = field(default_factory=dict)  # int tensor -> float twin
     alias: dict[str, str] = field(default_factory=dict)          # DequantizeLinear output -> float value
-    errors: list[str] = field(default_factory=list)
+    errors: list[Problem] = field(default_factory=list)
+    index: dict[tuple[str, ...], int] = field(default_factory=dict)  # core node outputs -> ONNX node index
+    weight_source: dict[str, tuple[str, np.ndarray]] = field(default_factory=dict)  # -> (initializer, its zp)
 
 
 def _qparams(scale: np.ndarray, zp: np.ndarray | None, axis: int | None, what: str) -> QuantParams:
@@ -139,12 +142,16 @@ class Stripper:
             raise Skip(f"tensor {name!r} quantized twice with different parameters")
         self.s.acts[name] = qp
 
-    def given_const(self, name: str, q: np.ndarray, qp: QuantParams, axis: int) -> str:
-        """Record constant `name` = dequantized q; returns the float constant's name."""
+    def given_const(self, name: str, q: np.ndarray, qp: QuantParams, axis: int,
+                    source: tuple[str, np.ndarray] | None = None) -> str:
+        """Record constant `name` = dequantized q; returns the float constant's name. `source`: the
+        file's integer tensor and zero point as written (uint8 unshifted), for error messages."""
         ints, dtype = _ints(q, f"constant {name!r}")  # uint8: integers - 128, as the zero point
         self.s.consts[name] = _dequantize(ints, qp, axis)
         data = ints.astype(np.int32 if dtype == DType.INT32 else np.int8)
         self.s.weights[name] = Tensor(name, tuple(ints.shape), dtype, qp, data)
+        if source is not None:
+            self.s.weight_source[name] = source
         return name
 
     def emit(self, op: str, inputs: list[str], outputs: list[str], name: str, **attrs: Any) -> None:
@@ -159,17 +166,19 @@ class Stripper:
                 self.s.int_of[inp.name] = (inp.name, None)
                 self.int_dtype[inp.name] = np.dtype(np.uint8 if inp.type.tensor_type.elem_type == TensorProto.UINT8
                                                     else np.int8)
-        for node in self.m.graph.node:
+        for index, node in enumerate(self.m.graph.node):
             if id(node) in self.done:
                 continue
             if any(i in self.failed for i in node.input):
                 self.failed.update(node.output)
                 continue
+            emitted = len(self.s.nodes)
             try:
                 getattr(self, f"on_{node.op_type}", self.on_float)(node)
             except Skip as e:
-                self.s.errors.append(f"node {node.name or '?'} ({node.op_type}): unsupported {e}")
+                self.s.errors.append(Problem(node_label(node.name, index), node.op_type, str(e)))
                 self.failed.update(node.output)
+            self.s.index.update((tuple(n.output), index) for n in self.s.nodes[emitted:])
         self.s.consts = {**self.init, **self.s.consts}  # float weights, shapes, ...; unused ones cost nothing
         return self.s
 
@@ -225,7 +234,7 @@ class Stripper:
             qp = _qparams(self.const(node.input[1], "scale"), zp, axis, f"DequantizeLinear {q!r}")
             if q in self.q_consts and not _close(self.q_consts[q], qp):
                 raise Skip(f"constant {q!r} dequantized with other parameters than it was quantized with")
-            self.given_const(node.output[0], data, qp, axis)
+            self.given_const(node.output[0], data, qp, axis, (q, zp))
             return
         zp = self.opt_const(node, 2, "zero point")
         if zp is None:  # absent: 0 of the integers' type
@@ -238,7 +247,7 @@ class Stripper:
         x = self.twin(i[0], _qparams(self.const(i[1], "x_scale"), self.const(i[2], "x_zero_point"), None, "x"), "x")
         w = self.const(i[3], "weights")
         w_qp = _qparams(self.const(i[4], "w_scale"), self.const(i[5], "w_zero_point"), 0, "w")
-        wname = self.given_const(f"{node.output[0]}__w", w, w_qp, 0)
+        wname = self.given_const(f"{node.output[0]}__w", w, w_qp, 0, (i[3], self.const(i[5], "w_zero_point")))
         ins = [x, wname]
         if len(i) > 8 and i[8]:
             ins.append(self._bias(f"{node.output[0]}__b", self.const(i[8], "bias"), self.s.acts[x], w_qp))
@@ -250,7 +259,8 @@ class Stripper:
         a = self.twin(i[0], _qparams(self.const(i[1], "a_scale"), self.const(i[2], "a_zero_point"), None, "a"), "a")
         if i[3] in self.init:
             b_qp = _qparams(self.const(i[4], "b_scale"), self.const(i[5], "b_zero_point"), 1, "b")
-            b = self.given_const(f"{node.output[0]}__b", self.init[i[3]], b_qp, 1)
+            b_src = (i[3], self.const(i[5], "b_zero_point"))
+            b = self.given_const(f"{node.output[0]}__b", self.init[i[3]], b_qp, 1, b_src)
         else:
             b = self.twin(i[3], _qparams(self.const(i[4], "b_scale"), self.const(i[5], "b_zero_point"), None, "b"), "b")
         self._out(node, self.const(i[6], "y_scale"), self.const(i[7], "y_zero_point"))
@@ -279,8 +289,9 @@ class Stripper:
         w_scale = _channel_vector(combined, cout, op, "scale") / x_qp.s
         w_zp = self.opt_const(node, 3, "w zero point")
         axis = 0 if op == "Conv" else 1
-        w_qp = _qparams(w_scale.astype(np.float32), w_zp if w_zp is not None else np.zeros((), w.dtype), axis, "w")
-        wname = self.given_const(f"{out}__w", w, w_qp, axis)
+        w_zp = w_zp if w_zp is not None else np.zeros((), w.dtype)
+        w_qp = _qparams(w_scale.astype(np.float32), w_zp, axis, "w")
+        wname = self.given_const(f"{out}__w", w, w_qp, axis, (node.input[1], w_zp))
         ins = [fx, wname]
         if len(chain) == 3:
             add = chain[2]
