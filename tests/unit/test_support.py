@@ -44,7 +44,7 @@ def test_the_readme_shows_the_current_output():
     m = BLOCK.search(readme)
     assert m, "README.md has no <!-- edgecc ops --> block"
     assert m.group(2) == render(), ("README.md's Ops section is stale: run "
-                                    "`/work/venv/bin/python tests/unit/test_support.py --update`")
+                                    "`.venv/bin/python tests/unit/test_support.py --update`")
 
 
 def test_the_cli_prints_it(capsys):
