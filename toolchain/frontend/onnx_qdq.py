@@ -23,9 +23,10 @@ import numpy as np
 import onnx
 
 from quantize.given import same_qparams
-from toolchain.errors import InputError, UnsupportedModel
+from toolchain.errors import InputError
 from toolchain.frontend.onnx import CONVERTERS, _input_shape
 from toolchain.frontend.onnx_builder import Builder, unsupported_model
+from toolchain.frontend.onnx_canonical import canonical_onnx, opset_of, read_onnx
 from toolchain.frontend.onnx_qdq_strip import QDQ_OPS, Stripped, elem_types, strip
 from toolchain.ir import DType, Graph, Node, QuantParams, Tensor
 from toolchain.ops.depthwise_conv2d import DepthwiseConv2DAttrs
@@ -101,8 +102,8 @@ _pool_override("GlobalAveragePool")
 def is_quantized_onnx(path: str | Path) -> bool:
     """True for a readable ONNX file with QuantizeLinear/DequantizeLinear/QLinear*/*Integer nodes."""
     try:
-        model = onnx.load(str(path), load_external_data=False)
-    except Exception:  # not ONNX: load_onnx reports it
+        model = read_onnx(path)  # cached: the frontend reads the same file next
+    except InputError:  # not ONNX: load_onnx reports it
         return False
     return any(n.op_type in QDQ_OPS for n in model.graph.node)
 
@@ -133,15 +134,6 @@ def _map_consts(b: QdqBuilder, node: Any, s: Stripped, first: int) -> None:
         b.ir_consts[ir.inputs[i]] = Tensor(ir.inputs[i], ir_t.shape, t.dtype, t.quant, data)
 
 
-def _read(path: Path) -> onnx.ModelProto:
-    if not path.is_file():
-        raise InputError(f"{path}: no such model file")
-    try:
-        return onnx.load(str(path))
-    except Exception as e:  # DecodeError, ValueError, ... on non-ONNX bytes
-        raise InputError(f"{path}: not an ONNX model ({type(e).__name__}); pass a .onnx file") from None
-
-
 def load_qdq(path: str | Path, input_shapes: dict[str, tuple[int, ...]] | None = None) -> QdqModel:
     """Read a quantized ONNX model (QDQ or QLinear*, opset 10-21) into its float IR and the model's
     own quantization. Graph inputs are float32 in the IR whatever their ONNX type (an int8 input
@@ -150,8 +142,8 @@ def load_qdq(path: str | Path, input_shapes: dict[str, tuple[int, ...]] | None =
     Raises InputError (missing / unreadable file, dynamic shapes without input_shapes, input types
     other than float32 / int8 / uint8) and UnsupportedModel (every unsupported node at once)."""
     path = Path(path)
-    model = _read(path)
-    opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 0)
+    model = canonical_onnx(path, input_shapes).model  # Q/DQ nodes kept; Constants, Identity, shapes folded
+    opset = opset_of(model)
     if opset not in OPSETS:
         raise InputError(f"{path}: opset {opset} (quantized ONNX models need opset 10 to 21)")
     s = strip(model)
