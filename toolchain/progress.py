@@ -11,7 +11,7 @@ Not here: what the steps do, or any other output.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -52,6 +52,12 @@ def note(text: str) -> None:
         _display.console.print(line, markup=False, highlight=False, soft_wrap=True)
     else:
         print(line, file=sys.stderr)
+
+
+def show_notes(notes: Iterable[str]) -> None:
+    """note() each of `notes`."""
+    for text in notes:
+        note(text)
 
 
 @contextmanager

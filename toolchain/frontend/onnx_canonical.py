@@ -37,7 +37,6 @@ from onnx.external_data_helper import load_external_data_for_model
 
 from toolchain.errors import InputError, UnsupportedModel
 from toolchain.frontend.onnx_qdq_strip import QDQ_OPS
-from toolchain.progress import note
 
 UPGRADE_TO = 13
 MIN_OPSET = 11
@@ -102,8 +101,8 @@ def _parse(path: Path, resolved: Path, data: bytes) -> onnx.ModelProto:
 
 
 def canonical_onnx(path: str | Path, input_shapes: dict[str, tuple[int, ...]] | None = None) -> Canonical:
-    """read_onnx + canonicalize, cached by (file bytes, input_shapes); its notes go to stderr once
-    per canonicalisation (toolchain.progress.note: silent under --quiet). Read-only for callers."""
+    """read_onnx + canonicalize, cached by (file bytes, input_shapes). Read-only for callers; the
+    notes are for the caller to show (the pipeline prints them with toolchain.progress.note)."""
     path = Path(path)
     resolved, digest, data = _bytes_key(path)
     model = _cached(("read", resolved, digest), lambda: _parse(path, resolved, data))
@@ -111,8 +110,6 @@ def canonical_onnx(path: str | Path, input_shapes: dict[str, tuple[int, ...]] | 
 
     def make() -> Canonical:
         canonical, notes = canonicalize(model, path, dict(frozen))
-        for n in notes:
-            note(n)
         return Canonical(canonical, tuple(notes))
 
     return _cached(("canonical", resolved, digest, frozen), make)
