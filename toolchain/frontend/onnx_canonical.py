@@ -139,11 +139,11 @@ def canonicalize(model: onnx.ModelProto, path: str | Path,
     _constants_to_initializers(m, path)
     _remove_identities(m)
     for _ in range(MAX_ROUNDS):
-        shapes, m = _infer(m)
-        if not _fold_once(m, shapes):
+        shapes, types, m = _infer(m)
+        if not _fold_once(m, shapes, types):
             break
     _remove_dead(m)
-    return _infer(m)[1], notes
+    return _infer(m)[2], notes
 
 
 def _static_inputs(m: onnx.ModelProto, path: Path, input_shapes: dict[str, tuple[int, ...]]) -> list[str]:
@@ -155,8 +155,10 @@ def _static_inputs(m: onnx.ModelProto, path: Path, input_shapes: dict[str, tuple
         dims = inp.type.tensor_type.shape.dim
         given = input_shapes.get(inp.name)
         if given is None:
+            if not inp.type.tensor_type.HasField("shape"):
+                continue  # rank unknown: the frontend asks for input_shapes
             shape = [d.dim_value if d.HasField("dim_value") else 0 for d in dims]
-            if shape and shape[0] <= 0 and inp.type.tensor_type.HasField("shape"):
+            if shape and shape[0] <= 0:
                 notes.append(f"{path}: input {inp.name!r}: symbolic batch axis "
                              f"{dims[0].dim_param or '?'!r} taken as 1 (set input_shapes to choose)")
                 shape[0] = 1
@@ -245,19 +247,25 @@ def _remove_identities(m: onnx.ModelProto) -> None:
             n.output[:] = [new if o == old else o for o in n.output]
 
 
-def _infer(m: onnx.ModelProto) -> tuple[Shapes, onnx.ModelProto]:
-    """Static shapes by name after onnx.shape_inference (data propagation on: shape subgraphs);
+def _infer(m: onnx.ModelProto) -> tuple[Shapes, dict[str, int], onnx.ModelProto]:
+    """Static shapes and element types by name after onnx.shape_inference (data propagation on:
+    shape subgraphs);
     inference is best effort (a model it cannot type keeps what it has)."""
     try:
         m = onnx.shape_inference.infer_shapes(m, data_prop=True)
     except Exception:  # noqa: BLE001, S110 - an untypable model: the frontends report its real problem
         pass
     shapes: Shapes = {t.name: tuple(t.dims) for t in m.graph.initializer}
+    types = {t.name: t.data_type for t in m.graph.initializer}
     for vi in (*m.graph.input, *m.graph.value_info, *m.graph.output):
         tt = vi.type.tensor_type
-        if vi.type.HasField("tensor_type") and tt.HasField("shape") and all(d.HasField("dim_value") for d in tt.shape.dim):
+        if not vi.type.HasField("tensor_type"):
+            continue
+        if tt.elem_type:
+            types[vi.name] = tt.elem_type
+        if tt.HasField("shape") and all(d.HasField("dim_value") for d in tt.shape.dim):
             shapes.setdefault(vi.name, tuple(d.dim_value for d in tt.shape.dim))
-    return shapes, m
+    return shapes, types, m
 
 
 def _shape_value(node: onnx.NodeProto, shapes: Shapes) -> np.ndarray | None:
@@ -286,21 +294,20 @@ def _evaluate(m: onnx.ModelProto, node: onnx.NodeProto, consts: dict[str, np.nda
         return None
 
 
-def _fold_once(m: onnx.ModelProto, shapes: Shapes) -> bool:
+def _fold_once(m: onnx.ModelProto, shapes: Shapes, types: dict[str, int]) -> bool:
     """One pass in node order: foldable nodes become initializers. True when anything changed."""
     g = m.graph
     consts = {t.name: numpy_helper.to_array(t) for t in g.initializer}
     outputs = {o.name for o in g.output}
     keep, changed = [], False
     for node in g.node:
-        values = _fold_node(m, node, consts, shapes, outputs)
+        values = _fold_node(m, node, consts, shapes, types, outputs)
         if values is None:
             keep.append(node)
             continue
-        for name, v in zip(node.output, values, strict=False):
-            if name:
-                consts[name] = v
-                g.initializer.append(numpy_helper.from_array(v, name))
+        for name, v in zip([o for o in node.output if o], values, strict=True):
+            consts[name] = v
+            g.initializer.append(numpy_helper.from_array(v, name))
         changed = True
     del g.node[:]
     g.node.extend(keep)
@@ -308,7 +315,7 @@ def _fold_once(m: onnx.ModelProto, shapes: Shapes) -> bool:
 
 
 def _fold_node(m: onnx.ModelProto, node: onnx.NodeProto, consts: dict[str, np.ndarray], shapes: Shapes,
-               outputs: set[str]) -> list[np.ndarray] | None:
+               types: dict[str, int], outputs: set[str]) -> list[np.ndarray] | None:
     if node.domain not in ("", "ai.onnx") or node.op_type in NO_FOLD or set(node.output) & outputs:
         return None
     if any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for a in node.attribute):
@@ -328,6 +335,9 @@ def _fold_node(m: onnx.ModelProto, node: onnx.NodeProto, consts: dict[str, np.nd
         return None
     if any(_too_big(v.size, in_size) for v in values):
         return None
+    for name, v in zip([o for o in node.output if o], values, strict=True):  # the evaluator's dtype must be
+        if name in types and helper.tensor_dtype_to_np_dtype(types[name]) != v.dtype:  # the inferred one
+            return None
     return values
 
 
