@@ -20,9 +20,9 @@ def batched_input_shapes(model: Path, input_shapes: dict[str, tuple[int, ...]], 
         return input_shapes
     if Path(model).suffix.lower() == ".tflite":
         raise UnsupportedModel(f"{model}: `batch: {batch}` is supported for ONNX models only")
-    import onnx
+    from toolchain.frontend.onnx_canonical import read_onnx
 
-    m = onnx.load(str(model), load_external_data=False)
+    m = read_onnx(model)  # the file as written, cached: the frontend reads it next
     consts = {i.name for i in m.graph.initializer}
     shapes = dict(input_shapes)
     for inp in m.graph.input:
@@ -42,9 +42,9 @@ def batched_input_shapes(model: Path, input_shapes: dict[str, tuple[int, ...]], 
 
 def declared_batch(model: Path) -> int:
     """The batch axis the ONNX model declares for its first input (0: dynamic)."""
-    import onnx
+    from toolchain.frontend.onnx_canonical import read_onnx
 
-    m = onnx.load(str(model), load_external_data=False)
+    m = read_onnx(model)  # the file as written, cached: the frontend reads it next
     consts = {i.name for i in m.graph.initializer}
     inp = next(i for i in m.graph.input if i.name not in consts)
     dims = inp.type.tensor_type.shape.dim

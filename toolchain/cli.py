@@ -209,7 +209,8 @@ def _job(args: argparse.Namespace) -> int:
     _check_out(out, [p for p in (cfg.source, cfg.model, cfg.calibration, cfg.verify) if p is not None])
     tmp, created = _make_tmp(out)
     try:
-        with progress.shown(progress.wanted(args.quiet)):  # nothing else prints while the bars are live
+        # nothing else prints while the bars are live but one-line notes (none under --quiet)
+        with progress.shown(progress.wanted(args.quiet)), progress.notes_shown(not args.quiet):
             job = _one if len(targets) == 1 else _sweep
             code, show = job(args, cfg, targets, tmp, out)
         show()

@@ -27,6 +27,7 @@ from toolchain.config import Config
 from toolchain.data import load_data
 from toolchain.errors import InputError
 from toolchain.frontend.onnx import load_onnx
+from toolchain.frontend.onnx_canonical import canonical_onnx
 from toolchain.frontend.onnx_qdq import is_quantized_onnx, load_qdq
 from toolchain.frontend.tflite import load_tflite
 from toolchain.ir import Graph
@@ -36,7 +37,7 @@ from toolchain.ops.fixed_point import graph_rounding, rounding_mode
 from toolchain.ops.registry import KernelVariant
 from toolchain.passes import run_passes
 from toolchain.passes.select_layout import select_layout
-from toolchain.progress import step
+from toolchain.progress import show_notes, step
 from toolchain.schedule import order_for_memory
 
 
@@ -86,6 +87,7 @@ def import_model(cfg: Config) -> Imported:
     elif is_quantized_onnx(cfg.model):
         shapes = batched_input_shapes(cfg.model, cfg.input_shapes, cfg.batch)  # `batch: N`: N inferences per run
         qdq = load_qdq(cfg.model, shapes)                             # QDQ / QLinear ONNX -> float core + the model's scales
+        show_notes(canonical_onnx(cfg.model, shapes).notes)           # what canonicalisation changed (one line each)
         graph = run_passes(qdq.graph)                                 # the same float passes
         calib = load_data(cfg.calibration, graph, cfg.preprocess) if cfg.calibration else None  # optional
         qgraph = quantize(graph, calib, cfg.calibration_method, given=qdq.given, given_consts=qdq.given_consts)
@@ -93,6 +95,7 @@ def import_model(cfg: Config) -> Imported:
     else:
         shapes = batched_input_shapes(cfg.model, cfg.input_shapes, cfg.batch)  # `batch: N`: N inferences per run
         graph = load_onnx(cfg.model, shapes)                          # ONNX -> IR, NHWC activations
+        show_notes(canonical_onnx(cfg.model, shapes).notes)           # what canonicalisation changed (one line each)
         graph = run_passes(graph)                                     # fold constants/BatchNorm, fuse Relu/Clip, drop no-op transposes
         calib_path = cfg.calibration or cfg.verify
         if calib_path is None:

@@ -4,16 +4,19 @@ The pipeline, the runner and calibration announce steps with `step(label, total)
 shown unless the CLI turned a display on with `shown(True)` (stderr is a terminal and no
 --quiet), so library use, tests and pipes stay silent. The display is rich.progress: a spinner
 or a bar, done/total and the elapsed time per step, kept on screen when the step ends.
+Also one-line notes (`note`: what the compiler changed in the user's model, e.g. an upgraded
+opset) on stderr, above the bars when they are drawn; `notes_shown(False)` (--quiet) silences them.
 Not here: what the steps do, or any other output.
 """
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
 _display: Any = None  # a rich.progress.Progress while shown(True) is active, else None
+_notes = True         # False inside notes_shown(False) (--quiet)
 
 
 def _noop(advance: int = 1) -> None:
@@ -38,6 +41,34 @@ def step(label: str, total: int | None = None) -> Iterator[Callable[[int], None]
         done = total if total is not None else 1
         display.update(task, total=done, completed=done)
         display.stop_task(task)  # freezes the elapsed time of this step
+
+
+def note(text: str) -> None:
+    """Print `edgecc: note: TEXT` (one line) on stderr, unless notes are silenced (--quiet)."""
+    if not _notes:
+        return
+    line = f"edgecc: note: {text}"
+    if _display is not None:  # rich keeps the live bars below the line
+        _display.console.print(line, markup=False, highlight=False, soft_wrap=True)
+    else:
+        print(line, file=sys.stderr)
+
+
+def show_notes(notes: Iterable[str]) -> None:
+    """note() each of `notes`."""
+    for text in notes:
+        note(text)
+
+
+@contextmanager
+def notes_shown(enabled: bool) -> Iterator[None]:
+    """Notes printed (True) or silenced (False) inside this block."""
+    global _notes
+    before, _notes = _notes, enabled
+    try:
+        yield
+    finally:
+        _notes = before
 
 
 def wanted(quiet: bool) -> bool:

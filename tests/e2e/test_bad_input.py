@@ -88,9 +88,23 @@ def test_unsupported_ops_are_all_named_with_the_supported_list(edgecc, tmp_path,
 
 
 def test_dynamic_input_dimension_without_a_shape(edgecc, tmp_path, out, x16):
-    model = matmul_model(tmp_path / "dyn.onnx", "N")
+    """A dynamic dimension other than the batch axis (which defaults to 1) needs input_shapes."""
+    w = numpy_helper.from_array(np.ones((16, 4), np.float32), "W")
+    model = save_model(tmp_path / "dyn.onnx", [helper.make_node("MatMul", ["x", "W"], ["y"], name="mm")],
+                       [vinfo("x", [1, "K"])], [vinfo("y", [1, 4])], [w])
     res = edgecc("run", "--model", model, "--calibration", x16, "--out", out)
     assert_rejected(res, out, "dyn.onnx", "'x'", "dynamic", "input_shapes")
+
+
+def test_symbolic_batch_axis_defaults_to_one_with_a_note(edgecc, need_board, tmp_path, x16):
+    need_board("host")
+    model = matmul_model(tmp_path / "dyn.onnx", "N")
+    res = edgecc("build", "--model", model, "--calibration", x16, "--board", "host", "--out", tmp_path / "b")
+    assert res.code == 0, res.err
+    assert res.err.count("edgecc: note:") == 1 and "input 'x': symbolic batch axis 'N' taken as 1" in res.err
+    quiet = edgecc("build", "--model", model, "--calibration", x16, "--board", "host", "--out", tmp_path / "q",
+                   "--quiet")
+    assert quiet.code == 0 and "note" not in quiet.err, quiet.err
 
 
 def test_dynamic_input_dimension_with_input_shapes_in_yaml_passes(edgecc, need_board, tmp_path, x16):

@@ -1,5 +1,5 @@
 """ONNX frontend, loud errors: every unsupported op listed at once, an unknown attribute names its node,
-a missing file and an old opset are input errors."""
+a missing file and an old opset the version converter cannot upgrade are input errors."""
 import pytest
 from _onnx_frontend import node, rnd
 
@@ -36,6 +36,10 @@ def test_unsupported_is_an_input_error(tmp_path):
         load_onnx(tmp_path / "missing.onnx")
 
 
-def test_old_opset_is_rejected(tmp_path):
-    with pytest.raises(InputError, match="opset"):
-        load_onnx(save(onnx_model([node("Relu", ["x"])], {"x": (1, 4)}, ["y"], opset=9), tmp_path))
+def test_old_opset_is_upgraded_or_rejected_in_one_line(tmp_path):
+    g = load_onnx(save(onnx_model([node("Relu", ["x"])], {"x": (1, 4)}, ["y"], opset=9), tmp_path))
+    assert [n.op.value for n in g.nodes] == ["Clamp"]  # onnx.version_converter took opset 9 to 13
+    bad = save(onnx_model([node("Upsample", ["x"])], {"x": (1, 4)}, ["y"], opset=9), tmp_path)  # no scales input
+    with pytest.raises(InputError, match=r"opset 9 is too old .*could not upgrade it") as e:
+        load_onnx(bad)
+    assert str(bad) in str(e.value) and "\n" not in str(e.value)

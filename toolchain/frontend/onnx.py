@@ -18,6 +18,7 @@ from onnx import numpy_helper
 
 from toolchain.errors import InputError, UnsupportedModel
 from toolchain.frontend.onnx_builder import Builder, Val
+from toolchain.frontend.onnx_canonical import canonical_onnx, opset_of
 from toolchain.frontend.unsupported import summary_error
 from toolchain.ir import DType, Graph
 from toolchain.ops.batch_norm import BatchNormAttrs
@@ -235,21 +236,17 @@ converter_modules("onnx_ops")  # registers the converters of toolchain/frontend/
 
 
 def load_onnx(path: str | Path, input_shapes: dict[str, tuple[int, ...]] | None = None) -> Graph:
-    """Read an ONNX model (opset >= 11, float32) into a float Graph with NHWC activations.
+    """Read an ONNX model (float32; opset < 11 is upgraded) into a float Graph with NHWC activations,
+    after toolchain.frontend.onnx_canonical (constants folded, Identity removed, static shapes).
 
     input_shapes overrides/sets the shape of graph inputs (needed for dynamic dimensions).
     Raises InputError (missing/unreadable file, dynamic shape without override, non-float
     input) and UnsupportedModel (listing every unsupported node at once).
     """
     path = Path(path)
-    if not path.is_file():
-        raise InputError(f"{path}: no such model file")
-    try:
-        model = onnx.load(str(path))
-    except Exception as e:  # onnx raises DecodeError, ValueError, ... on non-ONNX bytes
-        raise InputError(f"{path}: not an ONNX model ({type(e).__name__}); pass a .onnx file") from None
-    opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 0)
-    if opset < 11:
+    model = canonical_onnx(path, input_shapes).model  # Constants, Identity, shape subgraphs, old opsets
+    opset = opset_of(model)
+    if opset < 11:  # only when the file imports no default-domain opset
         raise InputError(f"{path}: opset {opset} is too old (need >= 11); re-export the model")
     b = Builder(path, opset, model.graph.name or path.stem)
     b.model = model

@@ -26,6 +26,7 @@ from quantize.given import same_qparams
 from toolchain.errors import InputError, UnsupportedModel
 from toolchain.frontend.onnx import CONVERTERS, input_shape
 from toolchain.frontend.onnx_builder import Builder
+from toolchain.frontend.onnx_canonical import canonical_onnx, opset_of, read_onnx
 from toolchain.frontend.onnx_qdq_strip import QDQ_OPS, Stripped, elem_types, strip
 from toolchain.frontend.unsupported import summary_error
 from toolchain.ir import DType, Graph, Node, QuantParams, Tensor
@@ -102,8 +103,8 @@ _pool_override("GlobalAveragePool")
 def is_quantized_onnx(path: str | Path) -> bool:
     """True for a readable ONNX file with QuantizeLinear/DequantizeLinear/QLinear*/*Integer nodes."""
     try:
-        model = onnx.load(str(path), load_external_data=False)
-    except Exception:  # not ONNX: load_onnx reports it
+        model = read_onnx(path)  # cached: the frontend reads the same file next
+    except InputError:  # not ONNX: load_onnx reports it
         return False
     return any(n.op_type in QDQ_OPS for n in model.graph.node)
 
@@ -155,15 +156,6 @@ def _refuse_asymmetric_weights(path: Path, s: Stripped) -> None:
         "(onnxruntime: weight_type=QInt8, per_channel or not)")
 
 
-def _read(path: Path) -> onnx.ModelProto:
-    if not path.is_file():
-        raise InputError(f"{path}: no such model file")
-    try:
-        return onnx.load(str(path))
-    except Exception as e:  # DecodeError, ValueError, ... on non-ONNX bytes
-        raise InputError(f"{path}: not an ONNX model ({type(e).__name__}); pass a .onnx file") from None
-
-
 def load_qdq(path: str | Path, input_shapes: dict[str, tuple[int, ...]] | None = None) -> QdqModel:
     """Read a quantized ONNX model (QDQ or QLinear*, opset 10-21) into its float IR and the model's
     own quantization. Graph inputs are float32 in the IR whatever their ONNX type (an int8 input
@@ -172,8 +164,8 @@ def load_qdq(path: str | Path, input_shapes: dict[str, tuple[int, ...]] | None =
     Raises InputError (missing / unreadable file, dynamic shapes without input_shapes, input types
     other than float32 / int8 / uint8) and UnsupportedModel (every unsupported node at once)."""
     path = Path(path)
-    model = _read(path)
-    opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 0)
+    model = canonical_onnx(path, input_shapes).model  # Q/DQ nodes kept; Constants, Identity, shapes folded
+    opset = opset_of(model)
     if opset not in OPSETS:
         raise InputError(f"{path}: opset {opset} (quantized ONNX models need opset 10 to 21)")
     s = strip(model)
