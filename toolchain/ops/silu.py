@@ -19,7 +19,8 @@ from toolchain.ops.registry import OpDef, register
 def silu_f(x: np.ndarray) -> np.ndarray:
     """x * sigmoid(x) in float64 (stable for large |x|)."""
     x = np.asarray(x, np.float64)
-    return x * (0.5 * (1.0 + np.tanh(0.5 * x)))
+    e = np.exp(-np.abs(x))                       # never overflows
+    return x * np.where(x >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
 
 
 def silu_table(s_in: float, z_in: int, s_out: float, z_out: int, rounding: str) -> np.ndarray:
