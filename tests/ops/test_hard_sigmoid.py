@@ -17,10 +17,11 @@ from toolchain.ops.hard_sigmoid import HARD_SIGMOID_OUT, HardSigmoidAttrs, hard_
 from toolchain.ops.registry import OpKind
 
 X = np.arange(-128, 128, dtype=np.int8)
+DEFAULT = HardSigmoidAttrs()
 QPARAMS = [(0.05, 0), (0.1, -128), (0.02, 127), (0.3, 10), (0.004, -50), (1.5, 3)]
 
 
-def int8_graph(shape, s_in, z_in, attrs=HardSigmoidAttrs(), out_q=HARD_SIGMOID_OUT, rounding="tflm") -> Graph:
+def int8_graph(shape, s_in, z_in, attrs=DEFAULT, out_q=HARD_SIGMOID_OUT, rounding="tflm") -> Graph:
     qi = QuantParams.per_tensor(s_in, z_in)
     ts = {"x": Tensor("x", shape, DType.INT8, qi), "y": Tensor("y", shape, DType.INT8, out_q)}
     node = Node("hs", OpKind.HARD_SIGMOID, ("x",), ("y",), attrs)

@@ -5,12 +5,11 @@ import math
 from pathlib import Path
 
 import numpy as np
-import pytest
 import onnx
+import pytest
+from graph_builder import GraphBuilder, assert_equivalent, assert_same_structure, load, onnx_model, ops, run_ort
 from onnx import helper
 
-from graph_builder import (GraphBuilder, assert_equivalent, assert_same_structure, load, onnx_model, ops,
-                           run_ort)
 from toolchain.interpret import interpret
 from toolchain.ops.binary import BinaryAttrs
 from toolchain.ops.common import NO_ACT
