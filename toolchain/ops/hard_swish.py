@@ -5,6 +5,10 @@ Everything runs in int16 as TFLite does: (x - zp) * 128 on a "hires" input scale
 doubling high multiply by the int16 output multiplier, a "reluish" factor in [0, 1] from the input
 rescaled so that 3.0 is 32768 (saturating), a non-rounding doubling high multiply of the two, and a
 rounding right shift. Multipliers come from float32 ratios as in TFLite. Owns `hard_swish_s8`.
+
+Kernels: the 256-entry table of hard_swish_s8 (ops/lut.py, one load per element, bit-exact by
+construction; 6 instructions per element on Cortex-M4 against 71 for the arithmetic) comes first; the
+arithmetic kernel `hard_swish_s8` stays the second portable variant (tests call it directly).
 """
 from __future__ import annotations
 
@@ -14,6 +18,7 @@ import numpy as np
 
 from toolchain.ir import Graph, Node
 from toolchain.ops.fixed_point import quantize_multiplier, rounding_divide_by_pot
+from toolchain.ops.lut import lut_variant, table_of
 from toolchain.ops.registry import CArg, OpDef, portable, register
 
 I16_MIN, I16_MAX = -(1 << 15), (1 << 15) - 1
@@ -85,9 +90,16 @@ class HardSwishAttrs:
     """HardSwish has no attributes (ONNX HardSwish-14, TFLite HARD_SWISH)."""
 
 
+def hard_swish_table(node: Node, graph: Graph) -> np.ndarray:
+    """The 256-entry table of the node's hard_swish_s8 (t[x + 128])."""
+    a, y = graph.t(node.inputs[0]).quant, graph.t(node.outputs[0]).quant
+    p = hard_swish_params(a.s, a.zp, y.s, y.zp)
+    return table_of(lambda x: hard_swish_s8(x, p))
+
+
 @register("HARD_SWISH", "HardSwish")
 class HardSwish(OpDef):
-    variants = (portable("hard_swish"),)
+    variants = (lut_variant(hard_swish_table), portable("hard_swish"))
 
     def infer_shapes(self, node: Node, graph: Graph) -> list[tuple[int, ...]]:
         return [graph.t(node.inputs[0]).shape]

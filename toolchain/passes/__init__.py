@@ -13,12 +13,14 @@ from toolchain.ops.registry import opdef
 from toolchain.passes.fold_batchnorm import fold_batchnorm
 from toolchain.passes.fold_constants import fold_constants
 from toolchain.passes.fuse_activation import fuse_activation
+from toolchain.passes.fuse_decomposed_activations import fuse_decomposed_activations
 from toolchain.passes.remove_dead import remove_dead
 from toolchain.passes.simplify_transpose import simplify_transpose
 
 PIPELINE: list[Callable[[Graph], Graph]] = [
     fold_constants,
     fold_batchnorm,
+    fuse_decomposed_activations,
     fuse_activation,
     simplify_transpose,
     remove_dead,
