@@ -135,14 +135,39 @@ def _from_nhwc(s: tuple[int, ...], model_layout: str) -> tuple[int, ...]:
     return (s[0], s[3], s[1], s[2]) if model_layout == "NCHW" else s
 
 
-def load_data(path: Path, graph: Graph, pre: Preprocess) -> dict[str, np.ndarray]:
-    """DATA -> {input name: float32 [S, *shape]} for every graph input of a float graph."""
+def load_data(path: Path, graph: Graph, pre: Preprocess, quantized: Graph | None = None) -> dict[str, np.ndarray]:
+    """DATA -> {input name: float32 [S, *shape]} for every graph input of a float graph.
+
+    `quantized`: the model's int8 graph. Where it has an int8 input and the DATA array for it is int8,
+    the data are the model's own quantized values (e.g. an int8 .tflite's inputs as the TFLite
+    tooling writes them), not real values: they become real values with that input's scale and zero
+    point, so quantize_inputs gives the same int8 back, and no preprocess scaling applies to them
+    (a preprocess that changes values is refused)."""
     layout = graph.meta.get("input_layout", "NCHW")
     raw = read_arrays(path, graph.inputs, pre, _channels(graph.t(graph.inputs[0]).shape, layout))
-    out = {n: preprocess(a, graph.t(n).shape, pre, f"{path} (input {n!r})", layout) for n, a in raw.items()}
+    out = {}
+    for n, a in raw.items():
+        where = f"{path} (input {n!r})"
+        qp = _int8_input_qparams(quantized, n) if a.dtype == np.int8 else None
+        if qp is None:
+            out[n] = preprocess(a, graph.t(n).shape, pre, where, layout)
+            continue
+        if (pre.scale, pre.mean, pre.std, pre.channel_order) != (1.0, (), (), "RGB"):
+            raise InputError(f"{where}: int8 data are the model's quantized input values; remove the preprocess "
+                             "scale/mean/std/channel_order, or pass real values (float32)")
+        real = (a.astype(np.float64) - qp.zp) * qp.s  # exact: quantize_inputs rounds it back to `a`
+        out[n] = preprocess(real, graph.t(n).shape, pre, where, layout)
     if len({len(v) for v in out.values()}) != 1:
         raise InputError(f"{path}: inputs have different sample counts")
     return out
+
+
+def _int8_input_qparams(quantized: Graph | None, name: str):
+    """The per-tensor qparams of int8 graph input `name` of the quantized graph, else None."""
+    if quantized is None or name not in quantized.inputs:
+        return None
+    t = quantized.t(name)
+    return t.quant if t.dtype.np == np.int8 and t.quant is not None and not t.quant.is_per_channel else None
 
 
 def _channels(shape: tuple[int, ...], layout: str) -> int:

@@ -204,7 +204,7 @@ def run_and_verify(build: Build) -> Outcome:
     data_path = cfg.verify or cfg.calibration
     if data_path is None:  # a quantized model (.tflite, QDQ ONNX) builds without data, but runs need samples
         raise InputError(f"{cfg.source or 'command line'}: `edgecc run` needs verification data; pass --verify DATA")
-    data = load_data(data_path, build.graph_f32, cfg.preprocess)
+    data = load_data(data_path, build.graph_f32, cfg.preprocess, quantized=g)  # int8 data: the model's own values
     q = quantize_inputs(data, g)
     samples = write_inputs(build.fw_dir / "inputs.bin", q, g)
     out_file = build.fw_dir / "outputs.bin"

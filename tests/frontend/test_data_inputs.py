@@ -92,3 +92,37 @@ def test_square_inputs_keep_the_nhwc_reading(tmp_path: Path) -> None:
 def test_cli_layout_flag_is_parsed(edgecc, tmp_path: Path) -> None:
     res = edgecc("build", "--model", tmp_path / "missing.onnx", "--layout", "sideways", "--out", tmp_path / "o")
     assert res.code == 2 and "--layout" in res.err and "NCHW" in res.err and "Traceback" not in res.err
+
+
+def _int8_tflite(tmp_path: Path) -> Path:
+    """A one-op int8 .tflite (RELU keeping qparams) with input scale 0.05, zero point -7."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "tests" / "frontend"))
+    from _tflite_cases import Model, S
+
+    m = Model()
+    x = m.tensor((1, 2, 2, 3), S.TensorType.INT8, 0.05, -7)
+    y = m.tensor((1, 2, 2, 3), S.TensorType.INT8, 0.05, -7)
+    path = tmp_path / "relu.tflite"
+    path.write_bytes(m.build_ops([(S.BuiltinOperator.RELU, 0, None, [x], [y])], [x], [y]))
+    return path
+
+
+def test_int8_data_for_an_int8_model_are_its_quantized_values(tmp_path: Path) -> None:
+    """Issue 13 (b) / the corpus's int8 .inputs.npy: int8 DATA for an int8 input are the model's own
+    quantized values (not real values, which would saturate): quantize_inputs gives them back."""
+    from quantize.dequantize import dequantize_graph
+    from toolchain.data import quantize_inputs
+    from toolchain.frontend.tflite import load_tflite
+
+    g = load_tflite(_int8_tflite(tmp_path))
+    raw = np.arange(-128, 128, dtype=np.int8)[:12 * 5].reshape(5, 1, 2, 2, 3)
+    np.save(tmp_path / "q.npy", raw)
+    data = load_data(tmp_path / "q.npy", dequantize_graph(g), Preprocess(), quantized=g)
+    assert np.allclose(data[g.inputs[0]], (raw.astype(np.float64) + 7) * 0.05, atol=1e-6)
+    assert np.array_equal(quantize_inputs(data, g)[g.inputs[0]], raw)
+    with pytest.raises(InputError, match="quantized input values"):
+        load_data(tmp_path / "q.npy", dequantize_graph(g), Preprocess(scale=2.0), quantized=g)
+    # without the int8 graph (a float model) int8 data stay real values, as before
+    assert np.array_equal(load_data(tmp_path / "q.npy", dequantize_graph(g), Preprocess())[g.inputs[0]], raw)
