@@ -12,6 +12,7 @@ import numpy as np
 from toolchain.frontend.tflite import Builder, converter
 from toolchain.ir import DType, Tensor
 from toolchain.ops.depth_space import DepthToSpaceAttrs, SpaceToDepthAttrs
+from toolchain.ops.log_softmax import LOG_SOFTMAX_OUT, LogSoftmaxAttrs, log_softmax_params
 from toolchain.ops.registry import OpKind
 from toolchain.ops.shape_ops import TransposeAttrs
 
@@ -53,3 +54,16 @@ def transpose(b: Builder, input: int, perm: int) -> None:
     if rank > 4:
         raise b.unsupported(f"TRANSPOSE of rank {rank} (at most 4)")
     b.emit(OpKind.TRANSPOSE, [x], TransposeAttrs(tuple(a % rank for a in axes)))
+
+
+@converter("LOG_SOFTMAX")
+def log_softmax(b: Builder, input: int) -> None:
+    x, y = b.act(input), b.act(b.op.outputs[0], "output")
+    # TFLM LogSoftmaxPrepare: int8 output exactly scale 16/256, zero point 127
+    if y.quant.zp != LOG_SOFTMAX_OUT.zp or np.float32(y.quant.s) != np.float32(LOG_SOFTMAX_OUT.s):
+        raise b.unsupported(f"log_softmax output quantization {y.quant.s}/zp {y.quant.zp} (needs 16/256, 127)")
+    try:
+        log_softmax_params(x.quant.s)
+    except ValueError as e:
+        raise b.unsupported(f"log_softmax parameters: {e}") from None
+    b.emit(OpKind.LOG_SOFTMAX, [x], LogSoftmaxAttrs())
