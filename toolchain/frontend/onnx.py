@@ -31,6 +31,10 @@ from toolchain.ops.shape_ops import ReshapeAttrs, TransposeAttrs
 from toolchain.ops.softmax import SoftmaxAttrs
 
 CONVERTERS = {}
+# Ops whose converters also take their opset 7-10 form (same inputs and attributes as at opset 11, or
+# the old form handled); a model of opset 7-10 loads only when every node is one of them. Converter
+# modules add to it (onnx_ops_layout.py: Upsample and the ops unchanged since opset 7).
+PRE11_OPS: set[str] = set()
 
 
 def converter(*names: str):
@@ -248,8 +252,10 @@ def load_onnx(path: str | Path, input_shapes: dict[str, tuple[int, ...]] | None 
     except Exception as e:  # onnx raises DecodeError, ValueError, ... on non-ONNX bytes
         raise InputError(f"{path}: not an ONNX model ({type(e).__name__}); pass a .onnx file") from None
     opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 0)
-    if opset < 11:
-        raise InputError(f"{path}: opset {opset} is too old (need >= 11); re-export the model")
+    old = sorted({n.op_type for n in model.graph.node} - PRE11_OPS) if opset < 11 else []
+    if opset < 7 or old:
+        raise InputError(f"{path}: opset {opset} is too old (need >= 11{'; ops ' + ', '.join(old) if old else ''} "
+                         "changed since); re-export the model")
     b = Builder(path, opset, model.graph.name or path.stem)
     b.model = model
     missing = b.check_statically(model.graph.node, CONVERTERS)   # every node with an unknown op or attribute
