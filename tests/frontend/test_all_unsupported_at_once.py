@@ -36,10 +36,10 @@ def _head_and_items(msg: str, path: Path, n: int) -> list[str]:
 
 
 def test_float_onnx_lists_unknown_ops_attribute_values_and_shape_constraints(tmp_path: Path) -> None:
-    # x -> Erf -> Softmax(axis 1 of 4-D, behind the unknown op) ; x -> Conv(group 3 on 4 channels)
+    # x -> Erf -> DepthToSpace(mode XYZ, behind the unknown op) ; x -> Conv(group 3 on 4 channels)
     # -> AveragePool(dilations 2) ; x -> Cos ; x -> Relu (fine)
     nodes = [helper.make_node("Erf", ["x"], ["e"], name="erf_1"),
-             helper.make_node("Softmax", ["e"], ["s"], name="softmax_ax1", axis=1),
+             helper.make_node("DepthToSpace", ["e"], ["s"], name="d2s_xyz", blocksize=2, mode="XYZ"),
              helper.make_node("Conv", ["x", "w"], ["c"], name="conv_g3", group=3),
              helper.make_node("AveragePool", ["c"], ["p"], name="pool_dil", kernel_shape=[2, 2], dilations=[2, 2]),
              helper.make_node("Cos", ["x"], ["k"], name="cos_2"),
@@ -51,7 +51,7 @@ def test_float_onnx_lists_unknown_ops_attribute_values_and_shape_constraints(tmp
     items = _head_and_items(str(e.value), path, 5)
     assert "node erf_1 (Erf): unsupported op" in items[0]
     assert "node cos_2 (Cos): unsupported op" in items[1]
-    assert "node softmax_ax1 (Softmax): unsupported Softmax over axis 1 (only the last axis)" in items[2]
+    assert "node d2s_xyz (DepthToSpace): unsupported DepthToSpace mode 'XYZ' (DCR or CRD)" in items[2]
     assert "node conv_g3 (Conv): unsupported group 3 does not divide 4 input / 6 output channels" in items[3]
     assert items[4] == "node pool_dil (AveragePool): unsupported dilated AveragePool"
     assert items[5].startswith("supported ONNX ops: ") and "Conv" in items[5]
@@ -61,7 +61,7 @@ def test_float_onnx_lists_unknown_ops_attribute_values_and_shape_constraints(tmp
 def test_float_onnx_unknown_attribute_and_bad_value_together(tmp_path: Path) -> None:
     # the reviewer's second example, plus an unknown attribute name on a third node
     nodes = [helper.make_node("AveragePool", ["x"], ["p"], name="pool_dil", kernel_shape=[2, 2], dilations=[2, 2]),
-             helper.make_node("Softmax", ["x"], ["s"], name="sm", axis=1),
+             helper.make_node("DepthToSpace", ["x"], ["s"], name="sm", blocksize=2, mode="XYZ"),
              helper.make_node("MaxPool", ["x"], ["q"], name="mp", kernel_shape=[2, 2], sparkle=1)]
     path = _float_model(tmp_path / "m.onnx", nodes, (1, 4, 6, 6), ["p", "s", "q"], {})
     with pytest.raises(UnsupportedModel) as e:
@@ -69,14 +69,14 @@ def test_float_onnx_unknown_attribute_and_bad_value_together(tmp_path: Path) -> 
     items = _head_and_items(str(e.value), path, 3)
     assert items[0].endswith("node mp (MaxPool): unsupported attribute(s) sparkle")
     assert items[1:] == ["node pool_dil (AveragePool): unsupported dilated AveragePool",
-                         "node sm (Softmax): unsupported Softmax over axis 1 (only the last axis)"]
+                         "node sm (DepthToSpace): unsupported DepthToSpace mode 'XYZ' (DCR or CRD)"]
 
 
 def test_qdq_onnx_lists_strip_errors_unknown_ops_and_attribute_values(tmp_path: Path) -> None:
     m = ModelBuilder(13)
     x = m.dq(m.q(m.input("x", (1, 4, 6, 6)), 0.05, 0, "xq"), 0.05, 0, "xd")
     m.node("Erf", [x], "e")                                                        # unknown op
-    m.dq(m.q(m.node("Softmax", ["e"], "s", axis=1), 1 / 256, -128, "sq"), 1 / 256, -128, "sd")  # axis 1 of 4-D
+    m.dq(m.q(m.node("DepthToSpace", ["e"], "s", blocksize=2, mode="XYZ"), 0.05, 0, "sq"), 0.05, 0, "sd")  # bad mode
     m.dq(m.q(m.node("AveragePool", [x], "p", kernel_shape=[2, 2], dilations=[2, 2]), 0.05, 0, "pq"), 0.05, 0, "pd")
     m.node("DequantizeLinear", ["xq", m.const("s2", 0.1), m.const("z2", 0, np.int8)], "x2")  # a requantization
     for o in ("sd", "pd", "x2"):
@@ -88,7 +88,7 @@ def test_qdq_onnx_lists_strip_errors_unknown_ops_and_attribute_values(tmp_path: 
     items = _head_and_items(msg, path, 4)
     assert "(DequantizeLinear): unsupported" in items[0] and "a requantization" in items[0], msg
     assert items[1] == "node n2_Erf (Erf): unsupported op"
-    assert items[2] == "node n3_Softmax (Softmax): unsupported Softmax over axis 1 (only the last axis)"
+    assert items[2] == "node n3_DepthToSpace (DepthToSpace): unsupported DepthToSpace mode 'XYZ' (DCR or CRD)"
     assert items[3] == "node n6_AveragePool (AveragePool): unsupported dilated AveragePool"
 
 

@@ -58,6 +58,8 @@ def _softmax_like(b: Builder, kind: OpKind, attrs, input, axis):  # noqa: A002
         return b.emit(kind, [b.onnx_order(input)], attrs)
     if rank == 4 and ax == 1:
         return b.emit(kind, [b.nhwc(input)], attrs, nhwc=True)
+    if rank > 4:
+        raise b.unsupported(f"{b.op_type} over axis {ax} of rank {rank} (an inner axis needs a transpose, rank <= 4)")
     perm = tuple(a for a in range(rank) if a != ax) + (ax,)
     inverse = tuple(int(i) for i in np.argsort(perm))
     x = b.transpose_to(b.onnx_order(input), perm)
