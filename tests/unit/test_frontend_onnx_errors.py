@@ -37,5 +37,10 @@ def test_unsupported_is_an_input_error(tmp_path):
 
 
 def test_old_opset_is_rejected(tmp_path):
-    with pytest.raises(InputError, match="opset"):
-        load_onnx(save(onnx_model([node("Relu", ["x"])], {"x": (1, 4)}, ["y"], opset=9), tmp_path))
+    """Opset 7-10 loads only when every op keeps its opset-11 form (PRE11_OPS); below 7 never."""
+    with pytest.raises(InputError, match="opset 6 is too old"):
+        load_onnx(save(onnx_model([node("Relu", ["x"])], {"x": (1, 4)}, ["y"], opset=6), tmp_path))
+    with pytest.raises(InputError, match="opset 9 is too old.*ops Clip"):
+        load_onnx(save(onnx_model([node("Relu", ["x"], ["r"]), node("Clip", ["r"])], {"x": (1, 4)}, ["y"], opset=9),
+                       tmp_path))
+    assert load_onnx(save(onnx_model([node("Relu", ["x"])], {"x": (1, 4)}, ["y"], opset=9), tmp_path)).nodes
