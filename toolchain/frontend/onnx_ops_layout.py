@@ -33,7 +33,9 @@ def depth_to_space(b: Builder, input, *, blocksize=None, mode="DCR"):  # noqa: A
 
 
 @converter("SpaceToDepth")
-def space_to_depth(b: Builder, input, *, blocksize=None):  # noqa: A002
+def space_to_depth(b: Builder, input, *, blocksize=None, mode="DCR"):  # noqa: A002
+    if mode != "DCR":  # newer ONNX SpaceToDepth takes a mode; only DCR (the opset 13 order) here
+        raise b.unsupported(f"SpaceToDepth mode {mode!r} (DCR only)")
     if blocksize is None or len(b.onnx_shape(input)) != 4:
         raise b.unsupported("SpaceToDepth without blocksize or on a non-4-D input")
     return b.emit(OpKind.SPACE_TO_DEPTH, [b.nhwc(input)], SpaceToDepthAttrs(int(blocksize)), nhwc=True)
