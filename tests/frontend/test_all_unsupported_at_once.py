@@ -40,10 +40,10 @@ def _groups(msg: str, path: Path, n: int, types: str) -> list[str]:
 
 
 def test_float_onnx_lists_unknown_ops_attribute_values_and_shape_constraints(tmp_path: Path) -> None:
-    # x -> Erf -> Softmax(axis 1 of 4-D, behind the unknown op) ; x -> Conv(group 3 on 4 channels)
+    # x -> Erf -> DepthToSpace(mode XYZ, behind the unknown op) ; x -> Conv(group 3 on 4 channels)
     # -> AveragePool(dilations 2) ; x -> Cos ; x -> Relu (fine)
     nodes = [helper.make_node("Erf", ["x"], ["e"], name="erf_1"),
-             helper.make_node("Softmax", ["e"], ["s"], name="softmax_ax1", axis=1),
+             helper.make_node("DepthToSpace", ["e"], ["s"], name="d2s_xyz", blocksize=2, mode="XYZ"),
              helper.make_node("Conv", ["x", "w"], ["c"], name="conv_g3", group=3),
              helper.make_node("AveragePool", ["c"], ["p"], name="pool_dil", kernel_shape=[2, 2], dilations=[2, 2]),
              helper.make_node("Cos", ["x"], ["k"], name="cos_2"),
@@ -53,34 +53,34 @@ def test_float_onnx_lists_unknown_ops_attribute_values_and_shape_constraints(tmp
     with pytest.raises(UnsupportedModel) as e:
         load_onnx(path)
     groups = _groups(str(e.value), path, 5,
-                     "5 op type(s): AveragePool (1), Conv (1), Cos (1), Erf (1), Softmax (1)")
+                     "5 op type(s): AveragePool (1), Conv (1), Cos (1), DepthToSpace (1), Erf (1)")
     assert groups == ["  AveragePool x1 (dilated AveragePool): pool_dil",
                       "  Conv x1 (group 3 does not divide 4 input / 6 output channels): conv_g3",
                       "  Cos x1 (unknown op): cos_2",
-                      "  Erf x1 (unknown op): erf_1",
-                      "  Softmax x1 (Softmax over axis 1 (only the last axis)): softmax_ax1"]
+                      "  DepthToSpace x1 (DepthToSpace mode 'XYZ' (DCR or CRD)): d2s_xyz",
+                      "  Erf x1 (unknown op): erf_1"]
     assert "relu_fine" not in str(e.value)
 
 
 def test_float_onnx_unknown_attribute_and_bad_value_together(tmp_path: Path) -> None:
     # the reviewer's second example, plus an unknown attribute name on a third node
     nodes = [helper.make_node("AveragePool", ["x"], ["p"], name="pool_dil", kernel_shape=[2, 2], dilations=[2, 2]),
-             helper.make_node("Softmax", ["x"], ["s"], name="sm", axis=1),
+             helper.make_node("DepthToSpace", ["x"], ["s"], name="sm", blocksize=2, mode="XYZ"),
              helper.make_node("MaxPool", ["x"], ["q"], name="mp", kernel_shape=[2, 2], sparkle=1)]
     path = _float_model(tmp_path / "m.onnx", nodes, (1, 4, 6, 6), ["p", "s", "q"], {})
     with pytest.raises(UnsupportedModel) as e:
         load_onnx(path)
-    groups = _groups(str(e.value), path, 3, "3 op type(s): AveragePool (1), MaxPool (1), Softmax (1)")
+    groups = _groups(str(e.value), path, 3, "3 op type(s): AveragePool (1), DepthToSpace (1), MaxPool (1)")
     assert groups == ["  AveragePool x1 (dilated AveragePool): pool_dil",
-                      "  MaxPool x1 (attribute(s) sparkle): mp",
-                      "  Softmax x1 (Softmax over axis 1 (only the last axis)): sm"]
+                      "  DepthToSpace x1 (DepthToSpace mode 'XYZ' (DCR or CRD)): sm",
+                      "  MaxPool x1 (attribute(s) sparkle): mp"]
 
 
 def test_qdq_onnx_lists_strip_errors_unknown_ops_and_attribute_values(tmp_path: Path) -> None:
     m = ModelBuilder(13)
     x = m.dq(m.q(m.input("x", (1, 4, 6, 6)), 0.05, 0, "xq"), 0.05, 0, "xd")
     m.node("Erf", [x], "e")                                                        # unknown op
-    m.dq(m.q(m.node("Softmax", ["e"], "s", axis=1), 1 / 256, -128, "sq"), 1 / 256, -128, "sd")  # axis 1 of 4-D
+    m.dq(m.q(m.node("DepthToSpace", ["e"], "s", blocksize=2, mode="XYZ"), 0.05, 0, "sq"), 0.05, 0, "sd")  # bad mode
     m.dq(m.q(m.node("AveragePool", [x], "p", kernel_shape=[2, 2], dilations=[2, 2]), 0.05, 0, "pq"), 0.05, 0, "pd")
     m.node("DequantizeLinear", ["xq", m.const("s2", 0.1), m.const("z2", 0, np.int8)], "x2")  # a requantization
     for o in ("sd", "pd", "x2"):
@@ -89,11 +89,11 @@ def test_qdq_onnx_lists_strip_errors_unknown_ops_and_attribute_values(tmp_path: 
     with pytest.raises(UnsupportedModel) as e:
         load_qdq(path)
     msg = str(e.value)
-    groups = _groups(msg, path, 4, "4 op type(s): AveragePool (1), DequantizeLinear (1), Erf (1), Softmax (1)")
-    assert groups[0] == "  AveragePool x1 (dilated AveragePool): n6_AveragePool"
-    assert groups[1].startswith("  DequantizeLinear x1 (input 'xq' read with") and "a requantization" in groups[1], msg
-    assert groups[2:] == ["  Erf x1 (unknown op): n2_Erf",
-                          "  Softmax x1 (Softmax over axis 1 (only the last axis)): n3_Softmax"]
+    groups = _groups(msg, path, 4, "4 op type(s): AveragePool (1), DepthToSpace (1), DequantizeLinear (1), Erf (1)")
+    assert groups[:2] == ["  AveragePool x1 (dilated AveragePool): n6_AveragePool",
+                          "  DepthToSpace x1 (DepthToSpace mode 'XYZ' (DCR or CRD)): n3_DepthToSpace"]
+    assert groups[2].startswith("  DequantizeLinear x1 (input 'xq' read with") and "a requantization" in groups[2], msg
+    assert groups[3:] == ["  Erf x1 (unknown op): n2_Erf"]
 
 
 def test_tflite_lists_unknown_ops_options_and_quantization(tmp_path: Path) -> None:
