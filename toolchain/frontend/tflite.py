@@ -84,7 +84,8 @@ class Builder:
             raise self.unsupported("option(s) " + ", ".join(f"{k}={op.options[k]!r}" for k in extra))
         n_pos = sum(p.kind == p.POSITIONAL_OR_KEYWORD for p in params.values()) - 1
         variadic = any(p.kind == p.VAR_POSITIONAL for p in params.values())
-        if (len(op.inputs) > n_pos and not variadic) or len(op.outputs) != 1:
+        # a converter marked `multi_output` (e.g. SPLIT) emits one node per output itself
+        if (len(op.inputs) > n_pos and not variadic) or (len(op.outputs) != 1 and not getattr(fn, "multi_output", False)):
             raise self.unsupported(f"number of inputs/outputs ({len(op.inputs)}/{len(op.outputs)})")
         fn(self, *op.inputs, **{k: v for k, v in op.options.items() if k in params})
 
