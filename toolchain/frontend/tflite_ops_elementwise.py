@@ -59,3 +59,10 @@ def relu(b: Builder, input: int) -> None:
 @converter("RELU6")
 def relu6(b: Builder, input: int) -> None:
     _relu(b, input, 6.0)
+
+
+@converter("RELU_N1_TO_1")
+def relu_n1_to_1(b: Builder, input: int) -> None:
+    # TFLM registers no RELU_N1_TO_1 kernel (micro/kernels/activations.cc: RELU and RELU6 only), so
+    # there is no reference to be bit-exact with
+    raise b.unsupported("RELU_N1_TO_1 (TFLite Micro has no kernel for it)")
