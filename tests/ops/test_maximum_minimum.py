@@ -100,7 +100,9 @@ def test_onnx_variadic(op, kind, n_inputs, tmp_path, portable_lib):
     calib = {n: RNG.uniform(-1 - i, 1 + 2 * i, (4, *s)).astype(np.float32) for i, (n, s) in enumerate(zip(names, shapes))}
     g, _ = check_float(m, {k: v[0] for k, v in calib.items()}, tmp_path)
     assert sum(n.op == kind for n in g.nodes) == n_inputs - 1
-    check_int8(g, calib, portable_lib, max_lsb=2)
+    q = check_int8(g, calib, portable_lib, max_lsb=2)
+    for n in (n for n in q.nodes if n.op == kind):  # the rescaling path is the one exercised
+        assert len({q.t(t).quant for t in (*n.inputs, *n.outputs)}) > 1
 
 
 @pytest.mark.parametrize("op", ["Max", "Min"])
