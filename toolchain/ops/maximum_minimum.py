@@ -84,10 +84,10 @@ class _MaxMin(OpDef):
 @register("MAXIMUM", "Maximum")
 class Maximum(_MaxMin):
     is_max = True
-    variants = rounding_twins(portable("max_min", "ecc_maximum_s8"))
+    variants = rounding_twins(portable("maximum"))
 
 
 @register("MINIMUM", "Minimum")
 class Minimum(_MaxMin):
     is_max = False
-    variants = rounding_twins(portable("max_min", "ecc_minimum_s8"))
+    variants = rounding_twins(portable("minimum"))
