@@ -25,7 +25,7 @@ from toolchain.passes import run_passes
 
 SKIP = [
     # the float frontend takes float32 tensors; integer / float16 / double variants have no float path
-    (r"_(u?int\d+|int32_trunc|float16|bfloat16|double)$|_int8_", "non-float32 element type"),
+    (r"_(u?int\d+|int32_trunc|float16|bfloat16|float64|double)$|_int8_", "non-float32 element type"),
     (r"pool_(1d|3d)_", "only 2-D pooling"),
     (r"pool.*dilations", "dilated pooling"),
     (r"training", "training-mode BatchNormalization / Dropout (inference only)"),
