@@ -8,6 +8,7 @@ import numpy as np
 
 from toolchain.frontend.tflite import SAME, VALID, Builder, converter
 from toolchain.ir import DType
+from toolchain.ops.mean import MeanAttrs
 from toolchain.ops.registry import OpKind
 from toolchain.ops.transpose_conv import TransposeConvAttrs
 
@@ -54,3 +55,27 @@ def transpose_conv(b: Builder, output_shape: int, weights: int, input: int, bias
     pads = tuple(transpose_conv_pad(y.shape[1 + i], w.shape[1 + i], (stride_h, stride_w)[i], padding) for i in (0, 1))
     attrs = TransposeConvAttrs((stride_h, stride_w), pads, y.shape[1:3], b.fused(fused_activation_function))
     b.emit(OpKind.TRANSPOSE_CONV, [x, w, b.bias(bias, w.shape[0], x, w)], attrs)
+
+
+def _axes(b: Builder, idx: int, rank: int) -> tuple[int, ...]:
+    t = b.tensor(idx, "axis")
+    if not t.is_const or t.dtype != DType.INT32:
+        raise b.unsupported(f"axis {t.name!r}: needs a constant int32 tensor")
+    return tuple(sorted({int(a) % rank for a in np.asarray(t.data, np.int64).reshape(-1)}))
+
+
+@converter("SUM")
+def sum_(b: Builder, input: int, axis: int, *, keep_dims: bool = False) -> None:
+    x = b.act(input)
+    b.emit(OpKind.SUM, [x], MeanAttrs(_axes(b, axis, len(x.shape)), bool(keep_dims)))
+
+
+@converter("REDUCE_MAX")
+def reduce_max(b: Builder, input: int, axis: int, *, keep_dims: bool = False) -> None:
+    x, y = b.act(input), b.act(b.op.outputs[0], "output")
+    # TFLM: equal scales required (else an error), zero points ignored (the raw max): only equal
+    # qparams give the max of the real values
+    if x.quant != y.quant:
+        raise b.unsupported(f"REDUCE_MAX from {x.quant.s}/zp {x.quant.zp} to {y.quant.s}/zp {y.quant.zp} "
+                            "(needs equal input and output quantization)")
+    b.emit(OpKind.REDUCE_MAX, [x], MeanAttrs(_axes(b, axis, len(x.shape)), bool(keep_dims)))
