@@ -9,15 +9,15 @@ import numpy as np
 
 from toolchain.frontend.onnx import converter
 from toolchain.frontend.onnx_builder import Builder
+from toolchain.frontend.onnx_ops import NCHW_TO_NHWC_AXIS
 from toolchain.ops.common import NO_ACT
 from toolchain.ops.mean import MeanAttrs
 from toolchain.ops.registry import OpKind
 from toolchain.ops.transpose_conv import TransposeConvAttrs
 
-_TO_NHWC_AXIS = {0: 0, 1: 3, 2: 1, 3: 2}
-
 
 def _reduce(b: Builder, kind: OpKind, data, axes_input, axes, keepdims, noop_with_empty_axes):
+    """onnx_ops.reduce_mean's layout rules for another reduction kind."""
     shape = b.onnx_shape(data)
     ax = [int(a) for a in b.const(axes_input, "axes")] if axes_input else list(axes or [])
     if not ax:
@@ -26,7 +26,7 @@ def _reduce(b: Builder, kind: OpKind, data, axes_input, axes, keepdims, noop_wit
         ax = list(range(len(shape)))
     ax = sorted({a % len(shape) for a in ax})
     if b.is_nhwc(data):
-        mapped = tuple(sorted(_TO_NHWC_AXIS[a] for a in ax))
+        mapped = tuple(sorted(NCHW_TO_NHWC_AXIS[a] for a in ax))
         if keepdims:
             return b.emit(kind, [b.nhwc(data)], MeanAttrs(mapped, True), nhwc=True)
         # without keepdims the NHWC result is in ONNX order when the kept axes keep their order
