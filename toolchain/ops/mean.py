@@ -8,7 +8,9 @@ where (m', s') folds 1/n into QuantizeMultiplier(s_in / s_out): with k = floor(l
 min(k, 32, 31 + s), m' = (m << k) // n and s' = s - k. (Older TFLM releases divided the raw sum
 with truncation when the qparams were equal; that path is gone.)
 
-ONNX ReduceMean and GlobalAveragePool map here. The reduced axes must be contiguous once size-1
+ONNX ReduceMean and GlobalAveragePool map here. SUM (sum.py) is the same computation with
+compute_sum: multiplier QuantizeMultiplier(s_in / s_out), no 1/n; it shares this module's code
+and kernel. The reduced axes must be contiguous once size-1
 axes are ignored (the kernel walks [outer, reduced, inner]). Owns `mean_s8`.
 """
 from __future__ import annotations
@@ -29,13 +31,20 @@ def mean_multiplier(s_in: float, s_out: float, n: int) -> tuple[int, int]:
     return int((m << k) // n), s - k
 
 
+def sum_multiplier(s_in: float, s_out: float, n: int, mean: bool = True) -> tuple[int, int]:
+    """QuantizedMeanOrSum's (multiplier, shift): of s_in / (s_out * n) for MEAN, of s_in / s_out
+    for SUM (compute_sum: no 1/n folded in)."""
+    return mean_multiplier(s_in, s_out, n) if mean else quantize_multiplier(float(s_in) / float(s_out))
+
+
 def mean_s8(x: np.ndarray, axes: tuple[int, ...], q_in: QuantParams, q_out: QuantParams,
-            keep_dims: bool = True) -> np.ndarray:
-    """int8 mean of x over `axes` (TFLM MEAN int8; see the module docstring for both paths)."""
+            keep_dims: bool = True, mean: bool = True) -> np.ndarray:
+    """int8 mean (or, mean=False, sum: TFLite SUM) of x over `axes` (TFLM QuantizedMeanOrSum;
+    see the module docstring)."""
     x = np.asarray(x, np.int64)
     n = int(np.prod([x.shape[a] for a in axes], dtype=np.int64))
     total = x.sum(axis=axes, keepdims=keep_dims)                  # int32 accumulation, |sum| < 2^31
-    m, s = mean_multiplier(q_in.s, q_out.s, n)
+    m, s = sum_multiplier(q_in.s, q_out.s, n, mean)
     y = rescale(total - q_in.zp * n, m, s) + q_out.zp                # double rounding, or ties to even (onnx)
     return np.clip(y, -128, 127).astype(np.int8)
 
@@ -55,25 +64,32 @@ def reduce_layout(shape: tuple[int, ...], axes: tuple[int, ...]) -> tuple[int, i
     big = [i for i, d in enumerate(shape) if d != 1]
     red = [i for i in big if i in axes]
     if red and big.index(red[-1]) - big.index(red[0]) + 1 != len(red):
-        raise ValueError(f"mean over axes {list(axes)} of {list(shape)}: reduced axes are not contiguous")
+        raise ValueError(f"reduction over axes {list(axes)} of {list(shape)}: reduced axes are not contiguous")
     lo, hi = (red[0], red[-1] + 1) if red else (len(shape), len(shape))
     prod = lambda s: int(np.prod(s, dtype=np.int64))
     return prod(shape[:lo]), prod([shape[i] for i in red]), prod(shape[hi:])
 
 
+def reduced_shape(node: Node, graph: Graph) -> tuple[int, ...]:
+    """The output shape of a reduction with MeanAttrs (Mean, Sum, ReduceMax); ValueError for axes
+    that do not fit or are not contiguous (reduce_layout)."""
+    shape = graph.t(node.inputs[0]).shape
+    axes = node.attrs.axes
+    if not axes or any(not 0 <= a < len(shape) for a in axes) or len(set(axes)) != len(axes):
+        raise ValueError(f"axes {list(axes)} do not fit rank {len(shape)}")
+    reduce_layout(shape, axes)
+    if node.attrs.keep_dims:
+        return tuple(1 if i in axes else d for i, d in enumerate(shape))
+    return tuple(d for i, d in enumerate(shape) if i not in axes)
+
+
 @register("MEAN", "Mean")
 class Mean(OpDef):
     variants = rounding_twins(portable("mean"))
+    is_mean: bool = True  # False: SUM (toolchain/ops/sum.py), the same kernel without 1/n
 
     def infer_shapes(self, node: Node, graph: Graph) -> list[tuple[int, ...]]:
-        shape = graph.t(node.inputs[0]).shape
-        axes = node.attrs.axes
-        if not axes or any(not 0 <= a < len(shape) for a in axes) or len(set(axes)) != len(axes):
-            raise ValueError(f"axes {list(axes)} do not fit rank {len(shape)}")
-        reduce_layout(shape, axes)
-        if node.attrs.keep_dims:
-            return [tuple(1 if i in axes else d for i, d in enumerate(shape))]
-        return [tuple(d for i, d in enumerate(shape) if i not in axes)]
+        return [reduced_shape(node, graph)]
 
     def reference_f32(self, node: Node, graph: Graph, ins: list[np.ndarray]) -> list[np.ndarray]:
         y = np.mean(np.asarray(ins[0], np.float64), axis=node.attrs.axes, keepdims=node.attrs.keep_dims)
@@ -83,12 +99,12 @@ class Mean(OpDef):
         return graph.t(node.inputs[0]).quant, graph.t(node.outputs[0]).quant
 
     def reference_s8(self, node: Node, graph: Graph, ins: list[np.ndarray]) -> list[np.ndarray]:
-        return [mean_s8(ins[0], node.attrs.axes, *self._q(node, graph), node.attrs.keep_dims)]
+        return [mean_s8(ins[0], node.attrs.axes, *self._q(node, graph), node.attrs.keep_dims, self.is_mean)]
 
     def kernel_args(self, node: Node, graph: Graph) -> list[CArg]:
         outer, n, inner = reduce_layout(graph.t(node.inputs[0]).shape, node.attrs.axes)
         q_in, q_out = self._q(node, graph)
-        m, s = mean_multiplier(q_in.s, q_out.s, n)
+        m, s = sum_multiplier(q_in.s, q_out.s, n, self.is_mean)
         ints = [outer, n, inner, q_in.zp, m, s, q_out.zp]
         return [*map(CArg.lit, ints), CArg("act", node.inputs[0]), CArg("act", node.outputs[0])]
 
