@@ -16,7 +16,7 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
-from toolchain.errors import InputError, UnsupportedModel
+from toolchain.errors import InputError
 from toolchain.frontend.onnx_builder import Builder, Val
 from toolchain.frontend.onnx_canonical import canonical_onnx, opset_of
 from toolchain.frontend.unsupported import summary_error
