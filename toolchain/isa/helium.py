@@ -191,7 +191,6 @@ def conv_plan(k: dict, x_shape: tuple[int, ...], w: np.ndarray, bias: np.ndarray
 def _conv_node(mode: str, pointwise: bool,
                sparse: bool = False) -> Callable[[Node, Graph], tuple[list[CArg], int] | None]:
     def plan(node: Node, graph: Graph):
-
         if node.attrs.groups != 1:
             return None
         x, w, y = graph.t(node.inputs[0]), graph.t(node.inputs[1]), graph.t(node.outputs[0])
@@ -225,7 +224,6 @@ def fc_plan(k: dict, x_shape: tuple[int, ...], w: np.ndarray, bias: np.ndarray |
 
 def _fc_node(mode: str) -> Callable[[Node, Graph], tuple[list[CArg], int] | None]:
     def plan(node: Node, graph: Graph):
-
         x, w, y = graph.t(node.inputs[0]), graph.t(node.inputs[1]), graph.t(node.outputs[0])
         return fc_plan(fully_connected.s8_kwargs(node, graph), x.shape, w.data, _bias(node, graph), y.shape,
                        mode=mode, x=x.name, y=y.name)
@@ -289,7 +287,6 @@ def dw_plan(k: dict, x_shape: tuple[int, ...], w: np.ndarray, bias: np.ndarray |
 
 def _dw_node(mode: str) -> Callable[[Node, Graph], tuple[list[CArg], int] | None]:
     def plan(node: Node, graph: Graph):
-
         x, w, y = graph.t(node.inputs[0]), graph.t(node.inputs[1]), graph.t(node.outputs[0])
         return dw_plan(depthwise_conv2d.s8_kwargs(node, graph), x.shape, w.data, _bias(node, graph), y.shape,
                        mode=mode, x=x.name, y=y.name)
@@ -314,7 +311,6 @@ def add_exact(p) -> bool:
 
 
 def _add_applies(node: Node, graph: Graph) -> bool:
-
     return (not needs_broadcast(node, graph) and graph.t(node.outputs[0]).size >= ADD_MIN_SIZE
             and add_exact(add.params(node, graph)[0]))
 

@@ -144,7 +144,6 @@ def sparse_plan(k: dict, x_shape, w2d: np.ndarray, bias, y_shape, *, dot: bool, 
 
 @_memo
 def _conv2d_node(node: Node, graph: Graph, kind: str, pointwise: bool, sparse: bool = False):
-
     if node.attrs.groups != 1:
         return None
     x, y = graph.t(node.inputs[0]), graph.t(node.outputs[0])
@@ -209,7 +208,6 @@ def fc_plan(k: dict, x_shape, w: np.ndarray, bias, y_shape, *, kind: str, x: str
 
 @_memo
 def _fc_node(node: Node, graph: Graph, kind: str):
-
     x, y = graph.t(node.inputs[0]), graph.t(node.outputs[0])
     bias = _const(graph, node.inputs[2]) if len(node.inputs) > 2 else None
     return fc_plan(fully_connected.s8_kwargs(node, graph), x.shape, _const(graph, node.inputs[1]), bias, y.shape,
@@ -246,7 +244,6 @@ def depthwise_plan(k: dict, x_shape, w: np.ndarray, bias, y_shape, *, pair: bool
 
 @_memo
 def _depthwise_node(node: Node, graph: Graph, pair: bool, three: bool):
-
     x, y = graph.t(node.inputs[0]), graph.t(node.outputs[0])
     bias = _const(graph, node.inputs[2]) if len(node.inputs) > 2 else None
     return depthwise_plan(depthwise_conv2d.s8_kwargs(node, graph), x.shape, _const(graph, node.inputs[1]), bias,
@@ -271,7 +268,6 @@ def add_exact(p) -> bool:
 
 
 def _add_applies(node: Node, graph: Graph) -> bool:
-
     return not needs_broadcast(node, graph) and add_exact(add.params(node, graph)[0])
 
 
