@@ -25,6 +25,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import numpy as np  # noqa: E402
+
 from bench.common import REPO, RESULTS, edgecc_run, fmt, header, row, snapshot  # noqa: E402
 
 CORPUS = REPO.parent / "shared" / "models" / "exported"
@@ -48,6 +50,13 @@ def measure(name: str, board: str, work: Path, root: Path) -> dict:
     r = row(board, name, job)
     rep = job["report"]
     r["tflm_bit_exact"] = rep["verification"].get("tflm_bit_exact") if rep else None
+    if rep is not None:  # cost per output element of each op kind (instructions, or µs on host)
+        kinds: dict[str, list[float]] = {}
+        for op in rep["ops"]:
+            k = kinds.setdefault(f"{op['op_type']} ({op['kernel']})", [0.0, 0])
+            k[0] += op["cost"] or 0.0
+            k[1] += int(np.prod(op["output_shape"]))
+        r["per_op_kind"] = {k: {"cost": c, "output_elements": n} for k, (c, n) in sorted(kinds.items())}
     if rep is None:  # refused (exit 2) or failed before a report: keep the message
         r["error"] = next((line for line in job["stderr"].splitlines() if line.startswith("edgecc: error:")),
                           job["stderr"][-300:])
@@ -73,6 +82,17 @@ def render(doc: dict) -> str:
         md.append(f"| `{r['model']}` | {r['board']} | {r['exit_code']} | {fmt(cost, 1)}{unit} | "
                   f"{fmt(r.get('macs_per_instruction'))} | {fmt(r.get('arena_bytes'))} | {fmt(r.get('flash_bytes'))} | "
                   f"{fmt(r.get('sqnr_db'), 1)} | {fmt(r.get('bit_exact'))} | {fmt(r.get('tflm_bit_exact'))} | {note} |")
+    md += ["", "Activations of the MobileNetV3 files on `mps2-an386`: instructions per output element, summed over "
+           "the op kind's nodes (the fused hard-swish of the ONNX exports and TFLite's HARD_SWISH both run the "
+           "`lut` kernel: one table load per element).", "",
+           "| file | op (kernel) | nodes' output elements | instructions | per element |", "|---|---|---:|---:|---:|"]
+    for r in doc["rows"]:
+        if r["board"] != "mps2-an386" or "mobilenet_v3" not in r["model"]:
+            continue
+        for kind, v in (r.get("per_op_kind") or {}).items():
+            if kind.split(" ")[0] in ("HardSwish", "HardSigmoid", "SiLU", "Logistic") and v["output_elements"]:
+                md.append(f"| `{r['model']}` | {kind} | {v['output_elements']:,} | {fmt(v['cost'], 0)} | "
+                          f"{v['cost'] / v['output_elements']:.2f} |")
     return "\n".join(md) + "\n"
 
 

@@ -115,6 +115,23 @@ def canonical_onnx(path: str | Path, input_shapes: dict[str, tuple[int, ...]] | 
     return _cached(("canonical", resolved, digest, frozen), make)
 
 
+def _keep_resize10_semantics(m: onnx.ModelProto) -> None:
+    """Upsample-7/9 and Resize-10 scale with asymmetric coordinates (x_in = x_out / scale) and, in
+    nearest mode, floor (ONNX Upsample-9 / Resize-10, as onnxruntime runs them); the version
+    converter writes a Resize-13 without those attributes, whose defaults (half_pixel,
+    round_prefer_floor) would change the values. Every Resize of an upgraded model that lacks them
+    gets them (a Resize of opset < 11 has no such attribute to keep)."""
+    for node in m.graph.node:
+        if node.op_type != "Resize" or node.domain not in ("", "ai.onnx"):
+            continue
+        have = {a.name for a in node.attribute}
+        if "coordinate_transformation_mode" not in have:
+            node.attribute.append(helper.make_attribute("coordinate_transformation_mode", "asymmetric"))
+        mode = next((helper.get_attribute_value(a) for a in node.attribute if a.name == "mode"), b"nearest")
+        if mode in (b"nearest", "nearest") and "nearest_mode" not in have:
+            node.attribute.append(helper.make_attribute("nearest_mode", "floor"))
+
+
 def canonicalize(model: onnx.ModelProto, path: str | Path,
                  input_shapes: dict[str, tuple[int, ...]] | None = None) -> tuple[onnx.ModelProto, list[str]]:
     """The canonical form of `model` (a copy; `model` is not changed) and notes, one line each.
@@ -134,6 +151,7 @@ def canonicalize(model: onnx.ModelProto, path: str | Path,
             first = (str(e).strip().splitlines() or [""])[0][:200]
             raise InputError(f"{path}: opset {opset} is too old (need >= {MIN_OPSET}) and onnx.version_converter "
                              f"could not upgrade it ({type(e).__name__}: {first}); re-export the model") from None
+        _keep_resize10_semantics(m)
         notes.append(f"{path}: opset {opset} upgraded to {UPGRADE_TO} with onnx.version_converter")
     notes += _static_inputs(m, path, input_shapes or {})
     _constants_to_initializers(m, path)
