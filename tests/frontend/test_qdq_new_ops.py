@@ -14,20 +14,19 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
+from _qdq_cases import import_int8, on_grid, ours
 from onnx import TensorProto as TP
 from onnx import helper, numpy_helper
 
-from _qdq_cases import import_int8, on_grid, ours
-
 ort = pytest.importorskip("onnxruntime")
-from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static  # noqa: E402
+from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
 
 OPSET = 17
 SHAPE = (1, 3, 8, 8)
 
 
 class G:
-    def __init__(s, shape=SHAPE):  # noqa: B008
+    def __init__(s, shape=SHAPE):
         s.nodes, s.inits, s.shape, s.rng, s.k = [], [], shape, np.random.default_rng(0), 0
     def c(s, v, dt=np.float32):
         s.k += 1; n = f"c{s.k}"; s.inits.append(numpy_helper.from_array(np.asarray(v, dt), n)); return n
@@ -216,9 +215,9 @@ def test_qdq_pattern_matches_onnxruntime(name: str, tmp_path: Path) -> None:
     for _ in range(4):
         x = rng.uniform(-1.2, 1.2, SHAPE).astype(np.float32)
         ref = on_grid(ort_default(p, x), g)
-        for mode in worst:
+        for mode, seen in list(worst.items()):
             o = ours(p, {"x": x}, mode, g)[0]
-            worst[mode] = max(worst[mode], int(np.abs(o.astype(int) - ref.reshape(o.shape).astype(int)).max()))
+            worst[mode] = max(seen, int(np.abs(o.astype(int) - ref.reshape(o.shape).astype(int)).max()))
     assert worst["onnx"] == want_onnx and worst["tflm"] == want_tflm, worst
 
 
