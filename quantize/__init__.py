@@ -18,7 +18,7 @@ from dataclasses import replace
 import numpy as np
 
 from quantize.calibrate import observe_ranges
-from quantize.given import apply_given_consts, check_forced, resolve_given, weights_with_int8_min
+from quantize.given import apply_given_consts, given_output, resolve_given, same_qparams, weights_with_int8_min
 from quantize.scheme import activation_qparams
 from toolchain.errors import UnsupportedModel
 from toolchain.ir import DType, Graph, QuantParams, Tensor
@@ -66,9 +66,10 @@ def quantize(graph: Graph, calibration: Mapping[str, np.ndarray] | None, method:
         if qp is None:
             raise UnsupportedModel(f"{where}: node {node.source or node.name} ({node.op.value}): output {out!r} has "
                                    "no quantization in the model (no QuantizeLinear after it); pass calibration data")
-        if out in fixed:
-            check_forced(node, g, fixed[out], qp)
-        g = g.with_tensor(replace(g.t(out), dtype=DType.INT8, quant=qp))
+        if out in fixed and not same_qparams(fixed[out], qp):  # the model's grid wins (quantize.given)
+            g, node = given_output(node, g, fixed[out], qp)
+        else:
+            g = g.with_tensor(replace(g.t(out), dtype=DType.INT8, quant=qp))
         g = opdef(node).quantize_constants(node, g)
         if given_consts is not None:
             g = apply_given_consts(node, graph, g, given_consts)

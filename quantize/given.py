@@ -15,11 +15,13 @@ Not here: reading the model (toolchain.frontend.onnx_qdq) and range observation 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 
 import numpy as np
 
 from toolchain.errors import UnsupportedModel
 from toolchain.ir import DType, Graph, Node, QuantParams, Tensor
+from toolchain.ops.quantize_ops import QuantizeAttrs
 from toolchain.ops.registry import OpKind, opdef
 
 SCALE_RTOL = 1e-6  # given scale vs the scale an op forces / a bias needs: float32 rounding noise only
@@ -51,6 +53,34 @@ def resolve_given(graph: Graph, given: Mapping[str, QuantParams]) -> dict[str, Q
         if cur in out:
             out[name] = out[cur]
     return out
+
+
+# Ops whose int8 kernel is a table computed for the output grid (HardSigmoid): the model's grid wins.
+ANY_OUTPUT_GRID = frozenset({"HARD_SIGMOID"})
+
+
+def given_output(node: Node, graph: Graph, given: QuantParams, forced: QuantParams) -> tuple[Graph, Node]:
+    """The model gives `node`'s output another grid than the one its int8 op forces (`forced`):
+    a table op takes the model's grid; any other op writes its own grid into a new tensor
+    OUT__grid, and a REQUANTIZE onto the model's grid produces OUT. Exact against ORT (one rounding
+    of the real value, ties to even, under `rounding: onnx`) when the forced grid holds the real
+    output exactly: data movement, views, MaxPool / ReduceMax / Gather / Slice (the value is one of
+    the input's); fixed-grid approximations (Softmax 1/256 -> ORT's 1/255) round twice.
+    Returns the graph (both tensors quantized) and the node as it now stands."""
+    out = node.outputs[0]
+    if node.op.name in ANY_OUTPUT_GRID:
+        return graph.with_tensor(replace(graph.t(out), dtype=DType.INT8, quant=given)), node
+    mid = f"{out}__grid"
+    while mid in graph.tensors:
+        mid += "_"
+    moved = replace(node, outputs=(mid, *node.outputs[1:]))
+    rq = Node(f"{node.name}__requantize", OpKind.REQUANTIZE, (mid,), (out,), QuantizeAttrs(), node.source)
+    nodes = []
+    for n in graph.nodes:
+        nodes.extend((moved, rq) if n is node else (n,))
+    tensors = {**graph.tensors, mid: replace(graph.t(out), name=mid, dtype=DType.INT8, quant=forced),
+               out: replace(graph.t(out), dtype=DType.INT8, quant=given)}
+    return graph.with_nodes(nodes, tensors), moved
 
 
 def check_forced(node: Node, graph: Graph, given: QuantParams, chosen: QuantParams) -> None:

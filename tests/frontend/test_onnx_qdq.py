@@ -292,19 +292,24 @@ def test_unsupported_nodes_are_listed_together(tmp_path: Path) -> None:
     assert "2 unsupported" in msg and "not requantized" in msg and "com.microsoft" in msg, msg
 
 
-def test_requantizing_dequantize_and_forced_grids_are_refused(tmp_path: Path) -> None:
+def test_requantizing_dequantize_is_refused_and_forced_grids_requantized(tmp_path: Path) -> None:
     m = ModelBuilder(13)
     q = m.q(m.input("x", (4,)), 0.1, 0, "q")
     m.node("Relu", [m.dq(q, 0.2, 0, "d")], "y")
     m.output("y")
     with pytest.raises(UnsupportedModel, match="a requantization"):
         load_qdq(m.save(tmp_path / "rq.onnx"))
-    m = ModelBuilder(13)  # MaxPool cannot change the grid
+    m = ModelBuilder(13)  # MaxPool keeps its input's grid: a REQUANTIZE onto the model's grid follows it
     xd = m.dq(m.q(m.input("x", (1, 1, 4, 4)), 0.1, 0, "xq"), 0.1, 0, "xd")
     m.dq(m.q(m.node("MaxPool", [xd], "mp", kernel_shape=[2, 2]), 0.3, 1, "mq"), 0.3, 1, "y")
     m.output("y")
-    with pytest.raises(UnsupportedModel, match="cannot requantize"):
-        import_int8(m.save(tmp_path / "mp.onnx"))
+    p = m.save(tmp_path / "mp.onnx")
+    g = import_int8(p)
+    ops = [n.op.name for n in g.nodes]
+    assert ops[ops.index("MAX_POOL2D") + 1] == "REQUANTIZE", ops
+    assert g.t(g.outputs[0]).quant.zero_point == (1,)
+    x = {"x": np.linspace(-3, 3, 16, dtype=np.float32).reshape(1, 1, 4, 4)}
+    assert np.array_equal(on_grid(ort_run(p, x)[0], g), ours(p, x, "onnx", g)[0])
 
 
 def test_unquantized_tensors_need_calibration(tmp_path: Path) -> None:
