@@ -83,16 +83,6 @@ def given_output(node: Node, graph: Graph, given: QuantParams, forced: QuantPara
     return graph.with_nodes(nodes, tensors), moved
 
 
-def check_forced(node: Node, graph: Graph, given: QuantParams, chosen: QuantParams) -> None:
-    """An op that forces its output quantization (pooling, views, clamp, softmax) must agree with
-    the model's; it cannot requantize."""
-    if not same_qparams(given, chosen):
-        raise UnsupportedModel(
-            f"{_where(graph, node)}: the model quantizes its output with scale {given.scale[0]:.9g}, zero point "
-            f"{given.zero_point[0]}, but the int8 op keeps scale {chosen.scale[0]:.9g}, zero point "
-            f"{chosen.zero_point[0]} (it cannot requantize)")
-
-
 def apply_given_consts(node: Node, graph_f32: Graph, g: Graph, given_consts: Mapping[str, Tensor]) -> Graph:
     """Replace the constants `quantize_constants` just made for `node` by the model's own: int8
     weights with the given scales (integers recovered exactly), then int32 biases on the scale
