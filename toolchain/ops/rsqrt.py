@@ -18,8 +18,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from toolchain.ir import Graph, Node
-from toolchain.ops.fixed_point import inv_sqrt_quantized_multiplier_exp, multiply_by_quantized_multiplier, \
-    quantize_multiplier
+from toolchain.ops.fixed_point import (
+    inv_sqrt_quantized_multiplier_exp,
+    multiply_by_quantized_multiplier,
+    quantize_multiplier,
+)
 from toolchain.ops.registry import CArg, Cost, OpDef, portable, register
 
 RSQRT_SHIFT = 20  # TFLM's kShift: 1/sqrt(d) is carried in Q20 between the two rescales
