@@ -15,8 +15,8 @@ S_INT32 = 2  # schema.fbs TensorType.INT32
 
 
 @converter("RSQRT")
-def rsqrt(b: Builder, x: int) -> None:
-    b.emit(OpKind.RSQRT, [b.act(x)], RsqrtAttrs())
+def rsqrt(b: Builder, input: int) -> None:
+    b.emit(OpKind.RSQRT, [b.act(input)], RsqrtAttrs())
 
 
 @converter("ARG_MAX")
