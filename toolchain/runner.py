@@ -30,6 +30,7 @@ from toolchain.data import load_data, quantize_inputs
 from toolchain.errors import InputError
 from toolchain.frontend.onnx_qdq_ort import lsb_agreement, run_onnxruntime
 from toolchain.interpret import interpret
+from toolchain.ir import DType
 from toolchain.memory import PLANNERS, live_bound
 from toolchain.ops.fixed_point import graph_rounding
 from toolchain.ops.registry import opdef
@@ -191,10 +192,18 @@ def _verification(build: Build, got: list[np.ndarray] | None, expected: list[np.
         v["ort_max_abs_diff_lsb"], v["ort_exact_fraction"] = lsb_agreement(got or expected, floats, grids)
     deq = [g.t(o).quant.dequantize(e) if g.t(o).quant else e.astype(np.float32)  # float32 edge outputs
            for o, e in zip(g.outputs, expected, strict=True)]
+    # int32 outputs are indices (ARG_MAX): no SQNR or top-1; index_agreement = the fraction equal to
+    # the float reference's indices, over all int32 outputs (None without any)
+    index = [g.t(o).dtype == DType.INT32 for o in g.outputs]
     ref0, q0 = floats[0].reshape(samples, -1), deq[0].reshape(samples, -1)
-    v["top1_agreement"] = float(np.mean(ref0.argmax(1) == q0.argmax(1))) if ref0.shape[1] > 1 else None
-    v["sqnr_db"] = sqnr_db(floats[0], deq[0])
-    v["sqnr_db_per_output"] = {o: sqnr_db(f, d) for o, f, d in zip(g.outputs, floats, deq, strict=True)}
+    v["top1_agreement"] = float(np.mean(ref0.argmax(1) == q0.argmax(1))) if ref0.shape[1] > 1 and not index[0] \
+        else None
+    v["sqnr_db"] = None if index[0] else sqnr_db(floats[0], deq[0])
+    v["sqnr_db_per_output"] = {o: None if i else sqnr_db(f, d)
+                               for o, f, d, i in zip(g.outputs, floats, deq, index, strict=True)}
+    pairs = [(f, e) for f, e, i in zip(floats, expected, index, strict=True) if i]
+    v["index_agreement"] = float(np.mean(np.concatenate([(np.asarray(f).reshape(-1) == e.reshape(-1))
+                                                         for f, e in pairs]))) if pairs else None
     return v
 
 

@@ -362,7 +362,7 @@ def load_tflite(path: str | Path) -> Graph:
     defined = {m.tensors[i].name for i in m.inputs if m.tensors[i]} | {o for n in b.nodes for o in n.outputs} | failed
     for i in m.outputs:
         t = m.tensors[i]
-        if t is None or t.name not in defined or t.dtype not in (DType.INT8, DType.FLOAT32):
+        if t is None or t.name not in defined or t.dtype not in (DType.INT8, DType.FLOAT32, DType.INT32):
             errors.append(Problem(repr(t.name) if t else str(i), "graph output",
                                   "not an int8 activation computed by the model"))
     if errors:

@@ -326,3 +326,39 @@ def activation_range(act, scale: float, zero_point: int) -> tuple[int, int]:
     act_min = -128 if lo == -math.inf else max(-128, min(127, zero_point + q(lo)))
     act_max = 127 if hi == math.inf else min(127, max(-128, zero_point + q(hi)))
     return int(act_min), int(act_max)
+
+
+def inv_sqrt_quantized_multiplier_exp(x, reverse_shift: int = -1) -> tuple[np.ndarray, np.ndarray]:
+    """TFLite GetInvSqrtQuantizedMultiplierExp (kernels/internal/common.h), vectorised: for int32
+    x >= 0, (mult, shift) with 1/sqrt(x) ~ mult * 2^(shift - 31) for reverse_shift -1, computed by
+    five gemmlowp Newton-Raphson steps in Q3.28 from the start guess 1 after normalising x into
+    [2^27, 2^29) by pairs of bits. x <= 1 gives (INT32_MAX, 0) (x = 0 is treated as 1, as TFLite
+    does). The returned shift is TFLite's output_shift times reverse_shift (TFLM passes
+    kReverseShift = -1, so a left-shift exponent <= 0). C: ecc_inv_sqrt_quantized_multiplier_exp
+    (c_templates/kernels/portable/rsqrt_s8.c.j2)."""
+    x = _i64(x)
+    if np.any(x < 0):
+        raise ValueError("inv_sqrt_quantized_multiplier_exp needs x >= 0")
+    small = x <= 1
+    v = np.where(small, 2, x)
+    shift = np.full(v.shape, 11, np.int64)
+    big = v >= (1 << 29)                           # int32 input: one division by 4 brings it below 2^29
+    v = np.where(big, v // 4, v)
+    shift = shift + big
+    bit_length = np.frexp(v.astype(np.float64))[1].astype(np.int64)  # v < 2^31: exact
+    clz = 32 - bit_length
+    pairs = (clz - 1) // 2 - 1
+    shift = shift - pairs
+    v = v << (2 * pairs)
+    srdhm = saturating_rounding_doubling_high_mul
+    half_input = rounding_divide_by_pot(v >> 1, 1)    # Q3.28 input / 2 (SaturatingRoundingMultiplyByPOT<-1>)
+    half_three = (1 << 28) + (1 << 27)                # 1.5 in Q3.28
+    r = np.full(v.shape, 1 << 28, np.int64)           # 1.0 in Q3.28
+    for _ in range(5):
+        r3 = saturating_left_shift(srdhm(srdhm(r, r), r), 6)          # Rescale<3> of a Q9 product
+        r = saturating_left_shift(wrap_int32(srdhm(half_three, r) - srdhm(half_input, r3)), 3)
+    r = srdhm(r, 1518500250)                          # * sqrt(2)/2 in Q0.31
+    neg = shift < 0
+    r = np.where(neg, wrap_int32(r << np.where(neg, -shift, 0)), r)
+    shift = np.where(neg, 0, shift)
+    return np.where(small, INT32_MAX, r), np.where(small, 0, shift * reverse_shift)
