@@ -273,10 +273,15 @@ def run_and_verify(build: Build) -> Outcome:
     if status == "pass" and cfg.rounding == "tflm" and verification.get("tflm_bit_exact") is False:
         status = "mismatch"  # a .tflite model promises TFLM's arithmetic: differing from TFLM is a failure
     gates = []
-    if cfg.min_top1_agreement is not None and (verification["top1_agreement"] or 0) < cfg.min_top1_agreement:
-        gates.append(f"top-1 agreement {verification['top1_agreement']:.4f} < {cfg.min_top1_agreement}")
-    if cfg.min_sqnr_db is not None and (verification["sqnr_db"] or 0) < cfg.min_sqnr_db:
-        gates.append(f"SQNR {verification['sqnr_db']:.2f} dB < {cfg.min_sqnr_db}")
+    for key, bound, what, fmt, unit in (("top1_agreement", cfg.min_top1_agreement, "top-1 agreement", ".4f", ""),
+                                        ("sqnr_db", cfg.min_sqnr_db, "SQNR", ".2f", " dB")):
+        value = verification.get(key)
+        if bound is None:
+            continue
+        if value is None:  # e.g. index outputs (ARG_MAX): the figure is undefined, so the gate cannot pass
+            gates.append(f"{what} is not defined for this model's outputs (gate {bound}); remove the gate")
+        elif value < bound:
+            gates.append(f"{what} {value:{fmt}}{unit} < {bound}")
     verification["gates_failed"] = gates
     if status == "pass" and gates:
         status = "gate"

@@ -136,3 +136,18 @@ def test_conv_then_argmax_runs_bit_exact_with_tflm(board, tmp_path):
     assert v["bit_exact"] is True and v["tflm_bit_exact"] is True, v
     assert v["sqnr_db"] is None  # indices: no SQNR
     assert 0.0 <= v["index_agreement"] <= 1.0  # vs the float twin's indices (its conv is not int8)
+
+
+def test_an_sqnr_gate_on_index_outputs_fails_visibly(tmp_path):
+    """min_sqnr_db on a model whose output is indices cannot be met: exit 1 with the reason, not a crash
+    formatting None and not a silent pass."""
+    from toolchain.cli import main
+
+    model = tmp_path / "conv_argmax.tflite"
+    model.write_bytes(_conv_argmax_model())
+    np.save(tmp_path / "x.npy", np.random.default_rng(8).integers(-128, 128, (2, 1, 6, 6, 3)).astype(np.int8))
+    (tmp_path / "p.yaml").write_text(f"model: {model}\nverify: {tmp_path / 'x.npy'}\nboard: host\n"
+                                     f"out: {tmp_path / 'out'}\nmin_sqnr_db: 10\n")
+    assert main(["run", str(tmp_path / "p.yaml"), "--quiet"]) == 1
+    gates = json.loads((tmp_path / "out" / "report.json").read_text())["verification"]["gates_failed"]
+    assert gates == ["SQNR is not defined for this model's outputs (gate 10.0); remove the gate"]
