@@ -157,7 +157,7 @@ def random_cases(seed: int = 6) -> list[Case]:
         x1 = rng.integers(-128, 128, size, dtype=np.int8)
         x2 = rng.integers(-128, 128, size, dtype=np.int8)
         cases += add_cases(f"rand_add{i}", x1, x2, p, lo, hi, add.add_s8(x1, x2, p, lo, hi))
-    return cases
+    return cases + isa_cases.maxmin_cases(ISA, np.random.default_rng(seed + 1000))
 
 
 def fc_row_cases(rng: np.random.Generator) -> list[Case]:
