@@ -156,3 +156,25 @@ def maxmin_cases(isa: str, rng: np.random.Generator) -> list[Case]:
             cases.append(case(f"maxmin{i}-{op}", f"{prefix(isa)}{op}_s8", args, {"a": a, "b": b}, "output", 0,
                               f(a, b).astype(np.int8)))
     return cases
+
+
+# ---- lut (neon, helium: the portable argument list, a 256-entry int8 table) -------------------------
+LUT_SIZES = (1, 15, 16, 17, 63, 64, 65, 255, 256, 257, 1000)
+
+
+def lut_cases(isa: str, rng: np.random.Generator) -> list[Case]:
+    """ecc_<isa>_lut_s8 over LUT_SIZES (around the 16-lane blocks): random tables, the identity and a
+    HardSwish-like table, inputs holding every int8 value (-128 and 127 at the ends); expected: numpy."""
+    cases: list[Case] = []
+    grid = np.arange(-128, 128)
+    tables = [rng.integers(-128, 128, 256).astype(np.int8), grid.astype(np.int8),
+              np.clip(np.round(grid * np.clip(grid + 64, 0, 128) / 128.0), -128, 127).astype(np.int8)]
+    for i, n in enumerate(LUT_SIZES):
+        table = tables[i % len(tables)]
+        x = rng.integers(-128, 128, n, dtype=np.int8)
+        x[: min(n, 256)] = rng.permutation(grid)[: min(n, 256)]
+        x[0], x[-1] = -128, 127
+        args = [CArg("array", table, "lut"), CArg.lit(n), CArg("act", "input"), CArg("act", "output")]
+        cases.append(case(f"lut{i}_{n}-lut", f"{prefix(isa)}lut_s8", args, {"input": x}, "output", 0,
+                          table[x.astype(np.int64) + 128]))
+    return cases

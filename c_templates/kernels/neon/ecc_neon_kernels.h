@@ -189,4 +189,7 @@ int ecc_neon_minimum_s8(int8_t *scratch,
     int32_t sa0, int32_t sa1, int32_t sa2, int32_t sa3, int32_t sb0, int32_t sb1, int32_t sb2, int32_t sb3,
     const int8_t *input1, const int8_t *input2, int8_t *output);
 
+/* lut: the portable arguments (a 256-entry int8 table; neon/lut_s8.c.j2) */
+int ecc_neon_lut_s8(int8_t *scratch, const int8_t *table, int32_t size, const int8_t *input, int8_t *output);
+
 #endif /* ECC_NEON_KERNELS_H */
