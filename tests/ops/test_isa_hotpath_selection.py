@@ -5,9 +5,9 @@ helium (not after our PTQ's rescale), the LUT ops on neon / helium (the DSP keep
 Bit-exactness of the kernels themselves: tests/kernels/test_{dsp,neon,helium}_kernels.py."""
 import numpy as np
 import pytest
-from tflite_op_cases import I8, OP, OPT, S, Model, _one
 from test_maximum_minimum import _case as maxmin_case
 from test_transpose_conv import tconv_case
+from tflite_op_cases import I8, OP, OPT, Model, S, _one
 
 from toolchain.frontend.tflite import load_tflite
 from toolchain.lower import select_kernels
