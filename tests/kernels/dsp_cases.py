@@ -15,12 +15,13 @@ import numpy as np
 import isa_cases
 from dsp_harness import Case
 from isa_cases import CONF, FAMILIES, _act, _requant, conformance_sets  # noqa: F401 - re-exported
-from toolchain.isa import dsp
+from toolchain.isa import dsp, dsp_transpose
 from toolchain.ops import add, conv2d, depthwise_conv2d, fully_connected
 from toolchain.ops.common import Window
 from toolchain.ops.fixed_point import AddParams, add_params
 from toolchain.isa.packing import MODES
 from toolchain.ops.pool2d import avg_pool2d_s8, max_pool2d_s8
+from toolchain.ops.transpose_conv import transpose_conv_s8
 
 ISA = "dsp"
 
@@ -51,6 +52,12 @@ def depthwise_cases(tag: str, x, w, bias, k: dict, expected) -> list[Case]:
 def fc_cases(tag: str, x, w, bias, k: dict, expected) -> list[Case]:
     return isa_cases.planned_cases(ISA, tag, x, expected, [
         ("ecc_dsp_fully_connected_s8", dsp.fc_plan(k, x.shape, w, bias, expected.shape))])
+
+
+def transpose_conv_cases(tag: str, x, w, bias, k: dict, expected) -> list[Case]:
+    return isa_cases.planned_cases(ISA, tag, x, expected, (
+        (function("transpose_conv", "", mode),
+         dsp_transpose.transpose_conv_plan(k, x.shape, w, bias, expected.shape, mode=mode)) for mode in MODES))
 
 
 pool_cases = isa_cases.pool_cases_for(ISA, isa_cases.avg_window_fits_u8)
@@ -132,7 +139,7 @@ def random_cases(seed: int = 6) -> list[Case]:
             k = dict(input_offset=-zin, filter_offset=0, output_offset=zout, out_mult=mult, out_shift=shift,
                      act_min=lo, act_max=hi)
             cases += fc_cases(f"rand_fc{i}_{j}", x, w, bias, k, fully_connected.fully_connected_s8(x, w, bias, **k))
-    cases += fc_row_cases(rng) + saturated_bias_cases(rng) + constant_channel_cases(rng)
+    cases += fc_row_cases(rng) + saturated_bias_cases(rng) + constant_channel_cases(rng) + transpose_conv_random(rng)
     pools = [((6, 7, 13), (3, 3), (2, 2), (1, 1, 1, 1)), ((5, 5, 8), (2, 2), (2, 2), (0, 0, 1, 1)),
              ((8, 8, 3), (8, 8), (1, 1), (0, 0, 0, 0)), ((4, 6, 20), (3, 2), (1, 2), (1, 0, 1, 1))]
     for i, ((h, wd, ch), kern, st, pads) in enumerate(pools):
@@ -150,7 +157,7 @@ def random_cases(seed: int = 6) -> list[Case]:
         x1 = rng.integers(-128, 128, size, dtype=np.int8)
         x2 = rng.integers(-128, 128, size, dtype=np.int8)
         cases += add_cases(f"rand_add{i}", x1, x2, p, lo, hi, add.add_s8(x1, x2, p, lo, hi))
-    return cases
+    return cases + isa_cases.maxmin_cases(ISA, np.random.default_rng(seed + 1000))
 
 
 def fc_row_cases(rng: np.random.Generator) -> list[Case]:
@@ -280,3 +287,39 @@ def constant_channel_cases(rng: np.random.Generator) -> list[Case]:
     acts = ((-128, -128, "relu"), (127, 127, "full"), (-128, 3, "narrow"))
     return [c for layer in constant_channel_layers(rng, CONSTANT_LAYERS, acts, lambda a, z: _act(rng, a, z))
             for c in conv_cases(*layer)]
+
+
+TCONV_SHAPES = [  # (H, W, Cin, Cout, KH, KW, stride, pad top/left, out_hw)
+    (4, 5, 16, 8, 3, 3, (2, 2), (0, 0), (8, 10)),   # decoder-like, SAME (TFLite pads the end)
+    (3, 4, 3, 5, 3, 3, (2, 2), (0, 0), (7, 9)),     # VALID, in_c % 4 != 0
+    (5, 3, 8, 7, 4, 4, (2, 2), (1, 1), (10, 6)),    # even kernel, pads on top/left
+    (3, 3, 5, 3, 2, 2, (3, 3), (0, 0), (9, 9)),     # kernel < stride: phases without taps
+    (4, 4, 4, 9, 3, 2, (1, 2), (1, 0), (4, 8)),     # mixed strides, odd pads
+    (2, 3, 12, 2, 5, 3, (3, 2), (2, 1), (5, 6)),
+    (3, 3, 7, 4, 3, 3, (1, 1), (1, 1), (3, 3)),     # stride 1
+    (3, 3, 4, 4, 3, 3, (2, 2), (0, 0), (8, 8)),     # output beyond the last tap (bias only)
+    (1, 1, 1, 1, 1, 1, (1, 1), (0, 0), (1, 1)),
+]
+
+
+def transpose_conv_random(rng: np.random.Generator) -> list[Case]:
+    """dsp/transpose_conv over TCONV_SHAPES (odd channel counts, strides 1-3, kernels smaller than the
+    stride, pads, outputs past the last tap), zero points -128 and 127, every mode, a dead channel
+    with a saturated bias; expected: transpose_conv_s8 (the reference the portable kernel matches)."""
+    cases: list[Case] = []
+    for i, (h, wd, cin, cout, kh, kw, st, pad, out_hw) in enumerate(TCONV_SHAPES):
+        for j, (zin, zout, act) in enumerate(((-128, -128, "full"), (127, 127, "full"), (-5, -128, "relu"),
+                                              (3, 20, "narrow"))):
+            x = rng.integers(-128, 128, (1 + (i + j) % 2, h, wd, cin), dtype=np.int8)
+            x[0, 0, 0] = 127 if j % 2 else -128
+            w = rng.integers(-127, 128, (cout, kh, kw, cin), dtype=np.int8)
+            bias = None if i == 5 else rng.integers(-5000, 5000, cout).astype(np.int32)
+            taps = -(-kh // st[0]) * -(-kw // st[1]) * cin
+            mult, shift = _requant(rng, cout, 80.0 * np.sqrt(taps) * 60, e0=j == 3)
+            if j == 3 and cout > 2 and bias is not None:
+                bias[2] = 2**31 - 1  # dead channel (multiplier 0) with a saturated bias
+            lo, hi = _act(rng, act, zout)
+            k = dict(stride=st, pad=pad, out_hw=out_hw, input_offset=-zin, output_offset=zout, out_mult=mult,
+                     out_shift=shift, act_min=lo, act_max=hi)
+            cases += transpose_conv_cases(f"rand_tconv{i}_{j}", x, w, bias, k, transpose_conv_s8(x, w, bias, **k))
+    return cases

@@ -126,3 +126,55 @@ def _requant(rng: np.random.Generator, n: int, acc_scale: float, e0: bool = Fals
 
 def _act(rng, kind: str, zp: int) -> tuple[int, int]:
     return {"full": (-128, 127), "relu": (max(zp, -128), 127), "narrow": (max(zp, -100), min(zp + 90, 110))}[kind]
+
+
+# ---- maximum / minimum (every ISA: the portable argument list, inputs on the output's qparams) ----
+MAXMIN_SHAPES = [  # (shape a, shape b): same shape, channel / pixel / scalar broadcast, both broadcast
+    ((1, 5, 7, 13), (1, 5, 7, 13)), ((1, 4, 4, 16), (16,)), ((2, 3, 3, 5), (1, 1, 1, 5)),
+    ((1, 6, 6, 3), (1, 6, 6, 1)), ((37,), (1,)), ((1,), (33,)), ((1, 1, 1, 203), (1, 1, 1, 203)),
+    ((3, 1, 4, 17), (1, 5, 1, 17)), ((4, 1), (1, 9)), ((1, 2, 2, 40), (1, 2, 2, 40)), ((7,), (7,)),
+]
+
+
+def maxmin_cases(isa: str, rng: np.random.Generator) -> list[Case]:
+    """ecc_<isa>_maximum_s8 / minimum_s8 over MAXMIN_SHAPES (sizes not a multiple of 4, 8 or 16),
+    zero points -128, 127 and one between, inputs holding -128 and 127; expected: numpy."""
+    from toolchain.ops.binary import broadcast_plan
+
+    cases: list[Case] = []
+    for i, (sa, sb) in enumerate(MAXMIN_SHAPES):
+        zp = (-128, 127, 9)[i % 3]
+        a = rng.integers(-128, 128, sa, dtype=np.int8)
+        b = rng.integers(-128, 128, sb, dtype=np.int8)
+        a.reshape(-1)[0], b.reshape(-1)[-1] = -128, 127
+        if a.size == b.size:
+            b.reshape(-1)[1 % b.size] = a.reshape(-1)[1 % a.size]  # a tie
+        dims, st_a, st_b = broadcast_plan(sa, sb)
+        ints = [-zp, 1, 0, -zp, 1, 0, zp, *dims, *st_a, *st_b]
+        args = [*map(CArg.lit, ints), CArg("act", "a"), CArg("act", "b"), CArg("act", "output")]
+        for op, f in (("maximum", np.maximum), ("minimum", np.minimum)):
+            cases.append(case(f"maxmin{i}-{op}", f"{prefix(isa)}{op}_s8", args, {"a": a, "b": b}, "output", 0,
+                              f(a, b).astype(np.int8)))
+    return cases
+
+
+# ---- lut (neon, helium: the portable argument list, a 256-entry int8 table) -------------------------
+LUT_SIZES = (1, 15, 16, 17, 63, 64, 65, 255, 256, 257, 1000)
+
+
+def lut_cases(isa: str, rng: np.random.Generator) -> list[Case]:
+    """ecc_<isa>_lut_s8 over LUT_SIZES (around the 16-lane blocks): random tables, the identity and a
+    HardSwish-like table, inputs holding every int8 value (-128 and 127 at the ends); expected: numpy."""
+    cases: list[Case] = []
+    grid = np.arange(-128, 128)
+    tables = [rng.integers(-128, 128, 256).astype(np.int8), grid.astype(np.int8),
+              np.clip(np.round(grid * np.clip(grid + 64, 0, 128) / 128.0), -128, 127).astype(np.int8)]
+    for i, n in enumerate(LUT_SIZES):
+        table = tables[i % len(tables)]
+        x = rng.integers(-128, 128, n, dtype=np.int8)
+        x[: min(n, 256)] = rng.permutation(grid)[: min(n, 256)]
+        x[0], x[-1] = -128, 127
+        args = [CArg("array", table, "lut"), CArg.lit(n), CArg("act", "input"), CArg("act", "output")]
+        cases.append(case(f"lut{i}_{n}-lut", f"{prefix(isa)}lut_s8", args, {"input": x}, "output", 0,
+                          table[x.astype(np.int64) + 128]))
+    return cases

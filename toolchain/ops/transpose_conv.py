@@ -78,6 +78,9 @@ def _s8_kwargs(node: Node, graph: Graph) -> dict:
     return dict(stride=a.stride, pad=a.pad, out_hw=a.out_hw, **weighted_requant(node, graph, out_axis=0))
 
 
+s8_kwargs = _s8_kwargs  # the transpose_conv_s8 keyword arguments of a node, for the ISA plans (toolchain/isa/)
+
+
 @register("TRANSPOSE_CONV", "TransposeConv")
 class TransposeConv(OpDef):
     variants = rounding_twins(portable("transpose_conv"))

@@ -161,4 +161,41 @@ int ecc_dsp_max_pool2d_s8(int8_t *scratch,
     int32_t batches, int32_t in_h, int32_t in_w, int32_t channels, const int8_t *input,
     int32_t out_h, int32_t out_w, int8_t *output);
 
+/* transpose_conv: one GEMM blob per stride phase (dsp/transpose_conv_s8.c.j2) */
+int ecc_dsp_transpose_conv_s8(int8_t *scratch,
+    int32_t stride_h, int32_t stride_w, int32_t pad_top, int32_t pad_left,
+    int32_t input_zp, int32_t act_min, int32_t act_max,
+    int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, const int8_t *input,
+    int32_t k_h, int32_t k_w, const int8_t *weights,
+    int32_t out_h, int32_t out_w, int32_t out_c, int8_t *output);
+
+int ecc_dsp_transpose_conv_clamp_s8(int8_t *scratch,
+    int32_t stride_h, int32_t stride_w, int32_t pad_top, int32_t pad_left,
+    int32_t input_zp, int32_t act_min, int32_t act_max,
+    int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, const int8_t *input,
+    int32_t k_h, int32_t k_w, const int8_t *weights,
+    int32_t out_h, int32_t out_w, int32_t out_c, int8_t *output);
+
+int ecc_dsp_transpose_conv_relu_s8(int8_t *scratch,
+    int32_t stride_h, int32_t stride_w, int32_t pad_top, int32_t pad_left,
+    int32_t input_zp, int32_t act_min, int32_t act_max,
+    int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, const int8_t *input,
+    int32_t k_h, int32_t k_w, const int8_t *weights,
+    int32_t out_h, int32_t out_w, int32_t out_c, int8_t *output);
+
+/* maximum / minimum: the portable arguments, inputs on the output's qparams (dsp/maximum_minimum_s8.c.j2) */
+int ecc_dsp_maximum_s8(int8_t *scratch,
+    int32_t input1_offset, int32_t input1_m, int32_t input1_k,
+    int32_t input2_offset, int32_t input2_m, int32_t input2_k, int32_t output_offset,
+    int32_t d0, int32_t d1, int32_t d2, int32_t d3,
+    int32_t sa0, int32_t sa1, int32_t sa2, int32_t sa3, int32_t sb0, int32_t sb1, int32_t sb2, int32_t sb3,
+    const int8_t *input1, const int8_t *input2, int8_t *output);
+
+int ecc_dsp_minimum_s8(int8_t *scratch,
+    int32_t input1_offset, int32_t input1_m, int32_t input1_k,
+    int32_t input2_offset, int32_t input2_m, int32_t input2_k, int32_t output_offset,
+    int32_t d0, int32_t d1, int32_t d2, int32_t d3,
+    int32_t sa0, int32_t sa1, int32_t sa2, int32_t sa3, int32_t sb0, int32_t sb1, int32_t sb2, int32_t sb3,
+    const int8_t *input1, const int8_t *input2, int8_t *output);
+
 #endif /* ECC_DSP_KERNELS_H */

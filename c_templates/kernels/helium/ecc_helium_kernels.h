@@ -107,4 +107,22 @@ int ecc_helium_max_pool2d_s8(int8_t *scratch,
     int32_t batches, int32_t in_h, int32_t in_w, int32_t channels, const int8_t *input,
     int32_t out_h, int32_t out_w, int8_t *output);
 
+/* maximum / minimum: the portable arguments, inputs on the output's qparams (helium/maximum_minimum_s8.c.j2) */
+int ecc_helium_maximum_s8(int8_t *scratch,
+    int32_t input1_offset, int32_t input1_m, int32_t input1_k,
+    int32_t input2_offset, int32_t input2_m, int32_t input2_k, int32_t output_offset,
+    int32_t d0, int32_t d1, int32_t d2, int32_t d3,
+    int32_t sa0, int32_t sa1, int32_t sa2, int32_t sa3, int32_t sb0, int32_t sb1, int32_t sb2, int32_t sb3,
+    const int8_t *input1, const int8_t *input2, int8_t *output);
+
+int ecc_helium_minimum_s8(int8_t *scratch,
+    int32_t input1_offset, int32_t input1_m, int32_t input1_k,
+    int32_t input2_offset, int32_t input2_m, int32_t input2_k, int32_t output_offset,
+    int32_t d0, int32_t d1, int32_t d2, int32_t d3,
+    int32_t sa0, int32_t sa1, int32_t sa2, int32_t sa3, int32_t sb0, int32_t sb1, int32_t sb2, int32_t sb3,
+    const int8_t *input1, const int8_t *input2, int8_t *output);
+
+/* lut: the portable arguments (a 256-entry int8 table; helium/lut_s8.c.j2) */
+int ecc_helium_lut_s8(int8_t *scratch, const int8_t *table, int32_t size, const int8_t *input, int8_t *output);
+
 #endif /* ECC_HELIUM_KERNELS_H */

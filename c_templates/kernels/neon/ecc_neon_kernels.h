@@ -174,4 +174,22 @@ int ecc_neon_max_pool2d_chwn_s8(int8_t *scratch,
 int ecc_neon_relayout_s8(int8_t *scratch, int32_t outer, int32_t rows, int32_t mid, int32_t cols,
     const int8_t *input, int8_t *output);
 
+/* maximum / minimum: the portable arguments, inputs on the output's qparams (neon/maximum_minimum_s8.c.j2) */
+int ecc_neon_maximum_s8(int8_t *scratch,
+    int32_t input1_offset, int32_t input1_m, int32_t input1_k,
+    int32_t input2_offset, int32_t input2_m, int32_t input2_k, int32_t output_offset,
+    int32_t d0, int32_t d1, int32_t d2, int32_t d3,
+    int32_t sa0, int32_t sa1, int32_t sa2, int32_t sa3, int32_t sb0, int32_t sb1, int32_t sb2, int32_t sb3,
+    const int8_t *input1, const int8_t *input2, int8_t *output);
+
+int ecc_neon_minimum_s8(int8_t *scratch,
+    int32_t input1_offset, int32_t input1_m, int32_t input1_k,
+    int32_t input2_offset, int32_t input2_m, int32_t input2_k, int32_t output_offset,
+    int32_t d0, int32_t d1, int32_t d2, int32_t d3,
+    int32_t sa0, int32_t sa1, int32_t sa2, int32_t sa3, int32_t sb0, int32_t sb1, int32_t sb2, int32_t sb3,
+    const int8_t *input1, const int8_t *input2, int8_t *output);
+
+/* lut: the portable arguments (a 256-entry int8 table; neon/lut_s8.c.j2) */
+int ecc_neon_lut_s8(int8_t *scratch, const int8_t *table, int32_t size, const int8_t *input, int8_t *output);
+
 #endif /* ECC_NEON_KERNELS_H */
