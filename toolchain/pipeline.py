@@ -103,6 +103,9 @@ def import_model(cfg: Config) -> Imported:
         calib = load_data(calib_path, graph, cfg.preprocess)          # real data through the preprocess block
         qgraph = quantize(graph, calib, cfg.calibration_method)       # INT8 PTQ (TFLite int8 spec), calibrated ranges
         n_calib = len(next(iter(calib.values())))
+    if not qgraph.nodes:  # e.g. x -> Identity -> y: the library would be a copy loop, the harness nothing to time
+        raise InputError(f"{cfg.model}: the model computes nothing (no operation is left once Identity / Dropout "
+                         "and constants are removed); nothing to compile")
     qgraph = replace(qgraph, meta={**qgraph.meta, "rounding": cfg.rounding})  # read by interpreter, lowering, codegen
     return Imported(graph, qgraph, n_calib, time.monotonic() - t0)
 

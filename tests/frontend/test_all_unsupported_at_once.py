@@ -125,3 +125,18 @@ def test_tflite_lists_unknown_ops_options_and_quantization(tmp_path: Path) -> No
     assert groups[1] == "  EXP x1 (unknown op): operator 0 't1'"
     assert groups[2] == "  MAX_POOL_2D x1 (fused activation 4 (TANH/SIGN_BIT)): operator 3 't4'"
     assert groups[3].startswith("  SOFTMAX x1 (softmax output quantization") and groups[3].endswith(": operator 2 't3'")
+
+
+def test_nodes_missing_required_inputs_are_refused_by_name(tmp_path: Path) -> None:
+    """A node without a required input (Slice without starts/ends, Conv without W) is an unsupported
+    node with its reason, not a TypeError traceback from the converter call."""
+    nodes = [helper.make_node("Slice", ["x"], ["s"], name="slice_1in"),
+             helper.make_node("Conv", ["x"], ["c"], name="conv_no_w"),
+             helper.make_node("ConvTranspose", ["x", ""], ["t"], name="ct_empty_w")]
+    path = _float_model(tmp_path / "m.onnx", nodes, (1, 4, 6, 6), ["s", "c", "t"], {})
+    with pytest.raises(UnsupportedModel) as e:
+        load_onnx(path)
+    groups = _groups(str(e.value), path, 3, "3 op type(s): Conv (1), ConvTranspose (1), Slice (1)")
+    assert groups == ["  Conv x1 (missing required input(s) W (1 given)): conv_no_w",
+                      "  ConvTranspose x1 (missing required input(s) W (2 given)): ct_empty_w",
+                      "  Slice x1 (missing required input(s) starts, ends (1 given)): slice_1in"]

@@ -214,3 +214,46 @@ def test_notes_print_one_line_each_unless_quiet(capsys) -> None:
     with progress.notes_shown(False):  # --quiet
         progress.show_notes(["anything"])
     assert capsys.readouterr().err == ""
+
+
+def test_a_model_that_computes_nothing_is_refused_in_one_line(edgecc, tmp_path):
+    """x -> Identity -> y canonicalises to no operation: exit 2 naming the file on every board (the
+    Cortex-M harness had no op to mark), nothing written."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "e2e"))
+    from e2e_helpers import assert_rejected
+
+    vi = [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1, 4])]
+    g = helper.make_graph([helper.make_node("Identity", ["x"], ["y"])], "t", vi,
+                          [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [1, 4])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    onnx.save(m, str(tmp_path / "id.onnx"))
+    np.save(tmp_path / "x.npy", np.zeros((2, 1, 4), np.float32))
+    res = edgecc("run", "--model", tmp_path / "id.onnx", "--board", "host", "--calibration", tmp_path / "x.npy",
+                 "--out", tmp_path / "out", "--quiet")
+    assert_rejected(res, tmp_path / "out", "id.onnx", "computes nothing")
+
+
+def test_a_dynamic_inner_dimension_is_named_before_the_shape_nodes_it_leaves(tmp_path):
+    """[1, 4, 'H', 6] feeding x.view(x.size(0), -1): the Shape chain cannot fold, and the error names
+    the dynamic dimension and input_shapes (not `Shape (unknown op)`)."""
+    from toolchain.errors import InputError
+    from toolchain.frontend.onnx import load_onnx
+
+    vi = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, "H", 6])]
+    nodes = [helper.make_node("Shape", ["x"], ["s"]), helper.make_node("Gather", ["s", "i0"], ["n"], axis=0),
+             helper.make_node("Unsqueeze", ["n", "ax"], ["n1"]), helper.make_node("Concat", ["n1", "m1"], ["shp"], axis=0),
+             helper.make_node("Reshape", ["x", "shp"], ["y"])]
+    inits = [numpy_helper.from_array(np.array(0, np.int64), "i0"), numpy_helper.from_array(np.array([0], np.int64), "ax"),
+             numpy_helper.from_array(np.array([-1], np.int64), "m1")]
+    g = helper.make_graph(nodes, "t", vi, [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    onnx.save(m, str(tmp_path / "dyn.onnx"))
+    with pytest.raises(InputError, match=r"dynamic dimension .*input_shapes") as e:
+        load_onnx(tmp_path / "dyn.onnx")
+    assert "Shape" not in str(e.value)
+    g2 = load_onnx(tmp_path / "dyn.onnx", {"x": (1, 4, 5, 6)})
+    assert [n.op.value for n in g2.nodes][-1] == "Reshape" and g2.t(g2.outputs[0]).shape == (1, 120)

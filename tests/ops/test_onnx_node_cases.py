@@ -37,7 +37,6 @@ SKIP = [
     (r"(edge|reflect|wrap)_pad", "Pad modes other than constant"),
     (r"matmul_(3d|4d|bcast|1d|4d_1d|1d_3d|1d_1d)", "MatMul other than [M,K] x constant [K,N]"),
     (r"gemm_default_matrix_bias", "Gemm with a matrix bias C [M,N]"),
-    (r"softmax_axis_[01]$", "Softmax over an axis other than the last"),
     (r"spacetodepth_crd", "SpaceToDepth mode CRD"),
     (r"identity_(sequence|opt)", "sequence / optional values"),
     (r"maxpool_with_argmax", "MaxPool's Indices output"),

@@ -30,9 +30,12 @@ from toolchain.ops.fully_connected import FullyConnectedAttrs
 from toolchain.ops.pool2d import Pool2DAttrs
 from toolchain.ops.registry import OpKind
 from toolchain.ops.shape_ops import ReshapeAttrs, TransposeAttrs
-from toolchain.ops.softmax import SoftmaxAttrs
 
 CONVERTERS = {}
+
+
+class DynamicShape(InputError):
+    """A graph input with a dynamic dimension other than the batch axis and no `input_shapes` entry."""
 
 
 def converter(*names: str):
@@ -40,6 +43,9 @@ def converter(*names: str):
 
     def deco(fn):
         for n in names:
+            if n in CONVERTERS:  # one converter per op: a second would win or lose by import order
+                raise ValueError(f"ONNX {n}: converters {CONVERTERS[n].__module__}.{CONVERTERS[n].__name__} and "
+                                 f"{fn.__module__}.{fn.__name__}")
             CONVERTERS[n] = fn
         return fn
 
@@ -200,22 +206,6 @@ def squeeze(b: Builder, data, axes=None):
     return b.emit(OpKind.RESHAPE, [b.onnx_order(data)], ReshapeAttrs(new))
 
 
-@converter("Softmax")
-def softmax(b: Builder, input, *, axis=None):  # noqa: A002
-    shape = b.onnx_shape(input)
-    default = -1 if b.opset >= 13 else 1
-    ax = (default if axis is None else axis) % len(shape)
-    x = b.onnx_order(input)
-    if b.opset < 13 and ax != len(shape) - 1:  # Softmax-11: over the flattened axes [ax:]
-        rows = int(np.prod(shape[:ax], dtype=np.int64))
-        x = b.reshape_to(x, (rows, int(np.prod(shape[ax:], dtype=np.int64))))
-        y = b.emit(OpKind.SOFTMAX, [x], SoftmaxAttrs(1.0), intermediate=True)
-        return b.emit(OpKind.RESHAPE, [y], ReshapeAttrs(tuple(shape)))
-    if ax != len(shape) - 1:
-        raise b.unsupported(f"Softmax over axis {ax} (only the last axis)")
-    return b.emit(OpKind.SOFTMAX, [x], SoftmaxAttrs(1.0))
-
-
 @converter("Transpose")
 def transpose(b: Builder, data, *, perm=None):
     rank = len(b.onnx_shape(data))
@@ -253,6 +243,8 @@ def load_onnx(path: str | Path, input_shapes: dict[str, tuple[int, ...]] | None 
     b.check_statically(model.graph.node, CONVERTERS)   # every node with an unknown op or attribute
     try:
         _add_inputs(b, path, model, input_shapes)
+    except DynamicShape:
+        raise  # shape subgraphs stay unfolded behind a dynamic dimension: the unsupported nodes may be its echo
     except InputError:
         if b.errors:  # the model is unsupported anyway: say that first
             raise summary_error(path, b.errors) from None
@@ -282,7 +274,7 @@ def input_shape(path: Path, inp, override) -> tuple[int, ...]:
     dims = inp.type.tensor_type.shape.dim
     shape = tuple(d.dim_value if d.HasField("dim_value") else 0 for d in dims)
     if any(s <= 0 for s in shape):
-        raise InputError(f"{path}: input {inp.name!r} has a dynamic dimension {[d.dim_param or d.dim_value for d in dims]}; "
+        raise DynamicShape(f"{path}: input {inp.name!r} has a dynamic dimension {[d.dim_param or d.dim_value for d in dims]}; "
                          f"set `input_shapes: {{{inp.name}: [...]}}` in the YAML")
     return shape
 

@@ -43,7 +43,7 @@ def node_attrs(node: Any) -> dict[str, Any]:
 
 def signature_error(node: Any, fn: Callable[..., Any]) -> str | None:
     """What of an ONNX node its converter `fn` cannot take (attributes it has no parameter for, too
-    many inputs), or None. Static: the frontends check every node with it before converting any, so
+    many inputs, a required input missing or empty), or None. Static: the frontends check every node with it before converting any, so
     a model's unsupported nodes are reported all at once."""
     params = inspect.signature(fn).parameters
     unknown = sorted(set(node_attrs(node)) - set(params))
@@ -52,6 +52,11 @@ def signature_error(node: Any, fn: Callable[..., Any]) -> str | None:
     variadic = any(p.kind == p.VAR_POSITIONAL for p in params.values())
     if not variadic and len(node.input) > len(params) - 1 - sum(p.kind == p.KEYWORD_ONLY for p in params.values()):
         return f"number of inputs ({len(node.input)})"
+    positional = [p for p in params.values() if p.kind == p.POSITIONAL_OR_KEYWORD][1:]  # after the Builder
+    missing = [p.name for i, p in enumerate(positional)
+               if p.default is p.empty and (i >= len(node.input) or not node.input[i])]
+    if missing:
+        return f"missing required input(s) {', '.join(missing)} ({len(node.input)} given)"
     return None
 
 

@@ -47,6 +47,9 @@ def converter(name: str) -> Callable[[Callable[..., None]], Callable[..., None]]
     """Register a function as the converter of the TFLite builtin op `name`."""
 
     def deco(fn: Callable[..., None]) -> Callable[..., None]:
+        if name in CONVERTERS:  # one converter per op: a second would win or lose by import order
+            raise ValueError(f"TFLite {name}: converters {CONVERTERS[name].__module__}.{CONVERTERS[name].__name__} "
+                             f"and {fn.__module__}.{fn.__name__}")
         CONVERTERS[name] = fn
         return fn
 

@@ -1,19 +1,17 @@
 """TFLite converters of the element-wise, data-movement, activation and type-edge ops (SUB, MUL,
-CONCATENATION, PAD/PADV2, MEAN, LOGISTIC, TANH, HARD_SWISH, LEAKY_RELU, PRELU, RELU, RELU6, RESIZE_*,
+CONCATENATION, PAD/PADV2, MEAN, LOGISTIC, TANH, HARD_SWISH, LEAKY_RELU, PRELU, RESIZE_*,
 QUANTIZE, DEQUANTIZE, SQUARED_DIFFERENCE), registered into toolchain.frontend.tflite.CONVERTERS. Same
 contract as the
 converters there: keyword parameters are the schema.fbs options, the file's own qparams are kept.
 """
 from __future__ import annotations
 
-import math
 
 import numpy as np
 
 from toolchain.frontend.tflite import Builder, converter
 from toolchain.ir import DType
 from toolchain.ops.binary import BinaryAttrs
-from toolchain.ops.clamp import ClampAttrs
 from toolchain.ops.concat import ConcatAttrs
 from toolchain.ops.hard_swish import HardSwishAttrs, hard_swish_params
 from toolchain.ops.leaky_relu import LeakyReluAttrs
@@ -167,19 +165,3 @@ def dequantize(b: Builder, input: int) -> None:
     b.emit(OpKind.DEQUANTIZE, [b.act(input)], QuantizeAttrs(), y)
 
 
-def _relu(b: Builder, input: int, lo: float, hi: float) -> None:
-    x, y = b.act(input), b.act(b.op.outputs[0], "output")
-    # TFLM RELU requantizes by s_in / s_out; with equal qparams that is the identity and the op a clamp
-    if x.quant != y.quant:
-        raise b.unsupported(f"{b.op.name} from scale {x.quant.s}/zp {x.quant.zp} to {y.quant.s}/zp {y.quant.zp}")
-    b.emit(OpKind.CLAMP, [x], ClampAttrs(lo, hi))
-
-
-@converter("RELU")
-def relu(b: Builder, input: int) -> None:
-    _relu(b, input, 0.0, math.inf)
-
-
-@converter("RELU6")
-def relu6(b: Builder, input: int) -> None:
-    _relu(b, input, 0.0, 6.0)

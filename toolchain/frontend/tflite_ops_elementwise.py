@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import math
 
-from toolchain.frontend import tflite_ops  # noqa: F401  (registered first: RELU / RELU6 are replaced here)
 from toolchain.frontend.tflite import Builder, converter
 from toolchain.ops.clamp import ClampAttrs
 from toolchain.ops.maximum_minimum import MaxMinAttrs
