@@ -15,9 +15,9 @@ reference: max abs diff in LSB).
 Also timed, as context: our default host build (-O2) and LiteRT without the default delegates
 (TFLite's builtin optimized kernels).
 
-    /work/venv/bin/python bench/host_vs_litert.py                    # ~2 min
-    /work/venv/bin/python bench/host_vs_litert.py --models kws_dscnn_int8 --rounds 3 --results /tmp/b
-    /work/venv/bin/python bench/host_vs_litert.py --render           # rewrite the .md from the .json
+    .venv/bin/python bench/host_vs_litert.py                    # ~2 min
+    .venv/bin/python bench/host_vs_litert.py --models kws_dscnn_int8 --rounds 3 --results /tmp/b
+    .venv/bin/python bench/host_vs_litert.py --render           # rewrite the .md from the .json
 """
 from __future__ import annotations
 
@@ -256,7 +256,7 @@ def main(argv: list[str] | None = None) -> int:
     from importlib.metadata import version
 
     load0 = os.getloadavg()
-    command = " ".join(["/work/venv/bin/python bench/host_vs_litert.py", *(argv if argv is not None else sys.argv[1:])])
+    command = " ".join([".venv/bin/python bench/host_vs_litert.py", *(argv if argv is not None else sys.argv[1:])])
     with tempfile.TemporaryDirectory(prefix="edgecc-bench-host-") as tmp:
         rows = [measure(m, Path(tmp), args) for m in models]
     doc = {"header": {"command": command, **header(1, load0)}, "lscpu": _lscpu(),

@@ -1,9 +1,9 @@
 """Benchmark (issue 3 point 5): the two MLPerf Tiny float models (ResNet-8, VWW MobileNetV1-0.25)
 through edgecc's own INT8 PTQ on all seven boards, one `edgecc run` per (model, board).
 
-    /work/venv/bin/python bench/mlperf_float.py                 # everything, 2 jobs in parallel
-    /work/venv/bin/python bench/mlperf_float.py --jobs 1        # serial: quieter wall times
-    /work/venv/bin/python bench/mlperf_float.py --boards host,aarch64 --models ic_resnet8_float
+    .venv/bin/python bench/mlperf_float.py                 # everything, 2 jobs in parallel
+    .venv/bin/python bench/mlperf_float.py --jobs 1        # serial: quieter wall times
+    .venv/bin/python bench/mlperf_float.py --boards host,aarch64 --models ic_resnet8_float
 
 Writes bench/results/mlperf_float.json (header + one row per job) and bench/results/mlperf_float.md.
 Exit status 0 when every job passed bit-exact verification, else 1.
@@ -102,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
         (args.results / "mlperf_float.md").write_text(markdown(doc), encoding="utf-8")
         return 0
     load0 = os.getloadavg()
-    command = " ".join(["/work/venv/bin/python bench/mlperf_float.py", *(argv if argv is not None else sys.argv[1:])])
+    command = " ".join([".venv/bin/python bench/mlperf_float.py", *(argv if argv is not None else sys.argv[1:])])
     boards, models = args.boards.split(","), args.models.split(",")
     for m in models:
         if m not in MODELS:

@@ -7,11 +7,11 @@ speed-up of the ISA path, MACs per instruction per op kind, flash and arena, TFL
 One `edgecc run` per (model, board, kernels) on the first --samples samples of the model's YAML data
 (sample 0 is measured, every sample is verified bit-exact against our interpreter and TFLM):
 
-    /work/venv/bin/python bench/mlperf_int8.py                           # all 24 jobs, 2 in parallel
-    /work/venv/bin/python bench/mlperf_int8.py --boards mps2-an386 --kernels auto   # re-run a subset:
+    .venv/bin/python bench/mlperf_int8.py                           # all 24 jobs, 2 in parallel
+    .venv/bin/python bench/mlperf_int8.py --boards mps2-an386 --kernels auto   # re-run a subset:
         # its rows replace the same (model, board, kernels) rows of the committed JSON (--no-merge: only them)
-    /work/venv/bin/python bench/mlperf_int8.py --rev HEAD                # measure a commit, not the work tree
-    /work/venv/bin/python bench/mlperf_int8.py --render                  # rewrite the .md from the .json
+    .venv/bin/python bench/mlperf_int8.py --rev HEAD                # measure a commit, not the work tree
+    .venv/bin/python bench/mlperf_int8.py --render                  # rewrite the .md from the .json
 
 Writes bench/results/mlperf_int8.json and .md. Exit 1 if a job did not pass bit-exact (ours and TFLM's).
 """
@@ -277,7 +277,7 @@ def main(argv: list[str] | None = None) -> int:
         if bad:
             ap.error(f"unknown {what} {sorted(bad)}; known: {', '.join(known)}")
     load0 = os.getloadavg()
-    command = " ".join(["/work/venv/bin/python bench/mlperf_int8.py", *(argv if argv is not None else sys.argv[1:])])
+    command = " ".join([".venv/bin/python bench/mlperf_int8.py", *(argv if argv is not None else sys.argv[1:])])
     root = snapshot(args.rev) if args.rev else REPO
     work = args.keep or Path(tempfile.mkdtemp(prefix="edgecc-bench-int8-"))
     configs = {m: root / INT8_MODELS[m].relative_to(REPO) for m in models}

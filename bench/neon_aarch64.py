@@ -7,8 +7,8 @@ chooses (CHWN where it pays); and per layer shape, the NHWC kernels against the 
 Every model job is a real compile + QEMU run + bit-exact verification (8 verification samples,
 the YAML's full calibration set); figures are sample 0 (one batch), per inference = total / batch.
 
-    /work/venv/bin/python bench/neon_aarch64.py            # ~5 min on 2 cores
-    /work/venv/bin/python bench/neon_aarch64.py --render   # rewrite the .md from the .json
+    .venv/bin/python bench/neon_aarch64.py            # ~5 min on 2 cores
+    .venv/bin/python bench/neon_aarch64.py --render   # rewrite the .md from the .json
 """
 from __future__ import annotations
 

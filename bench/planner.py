@@ -1,7 +1,7 @@
 """Static memory planning (issue 5) at planning level: no C, no QEMU, about a minute.
 
-    /work/venv/bin/python bench/planner.py                 # 6 models x 3 boards x speed|ram
-    /work/venv/bin/python bench/planner.py --render        # rewrite the .md from the .json only
+    .venv/bin/python bench/planner.py                 # 6 models x 3 boards x speed|ram
+    .venv/bin/python bench/planner.py --render        # rewrite the .md from the .json only
 
 For the four MLPerf Tiny int8 .tflite models and the two float ONNX models (through our INT8 PTQ,
 as tests/models configures them), per board (mps2-an386, mps3-an547, aarch64) and `optimize`

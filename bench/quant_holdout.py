@@ -1,8 +1,8 @@
 """Out-of-sample quantization quality (issue 3 point 3): calibrate edgecc's INT8 PTQ on one half
 of the images and measure top-1 agreement / SQNR against the float model on the other half.
 
-    /work/venv/bin/python bench/quant_holdout.py            # host, both folds, plus in-sample
-    /work/venv/bin/python bench/quant_holdout.py --board mps2-an386
+    .venv/bin/python bench/quant_holdout.py            # host, both folds, plus in-sample
+    .venv/bin/python bench/quant_holdout.py --board mps2-an386
 
 Folds: "A" = calibrate on the first half, verify on the second (what
 tests/e2e/test_quant_holdout.py asserts); "B" = the reverse. "in-sample" = calibrate and verify
@@ -77,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
     md = ["# Out-of-sample quantization quality (edgecc INT8 PTQ vs the float ONNX model)", "",
           f"Measured {h['date_utc']} on board `{args.board}`, edgecc {h['edgecc']['version']} at "
           f"{h['edgecc']['git_commit'][:12]} ({h['edgecc']['measured']}). "
-          "Re-run: `/work/venv/bin/python bench/quant_holdout.py`.", "",
+          "Re-run: `.venv/bin/python bench/quant_holdout.py`.", "",
           "Fold A calibrates on the first half of the images and verifies on the second half (the split "
           "`tests/e2e/test_quant_holdout.py` asserts); fold B is the reverse; in-sample calibrates and "
           "verifies on all images (issue 3 point 3). Agreement = top-1 of our int8 output equal to the "
