@@ -18,7 +18,7 @@ ort = pytest.importorskip("onnxruntime")
 from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static  # noqa: E402
 
 SHAPE = (1, 8, 6, 6)
-MAX_LSB = 3  # HardSigmoid tables are exact; the Mul of their outputs and the SE Conv/mean round once each
+MAX_LSB = 1  # measured: 1 (the Mul of two table outputs and the SE mean round once each)
 
 
 def _model() -> onnx.ModelProto:
