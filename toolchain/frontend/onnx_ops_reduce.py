@@ -11,13 +11,32 @@ from toolchain.frontend.onnx import converter
 from toolchain.frontend.onnx_builder import Builder
 from toolchain.frontend.onnx_ops import NCHW_TO_NHWC_AXIS
 from toolchain.ops.common import NO_ACT
-from toolchain.ops.mean import MeanAttrs
+from toolchain.ops.mean import MeanAttrs, gathering_perm
 from toolchain.ops.registry import OpKind
+from toolchain.ops.shape_ops import ReshapeAttrs
 from toolchain.ops.transpose_conv import TransposeConvAttrs
 
 
+def emit_reduction(b: Builder, kind: OpKind, x: str, axes: tuple[int, ...], keep: bool, nhwc: bool = False) -> str:
+    """The reduction of IR tensor x over IR `axes` (after the layout mapping); axes that are not
+    contiguous there are first gathered at the end by a Transpose (mean.gathering_perm), the
+    keepdims shape restored by a Reshape view."""
+    shape = b.tensors[x].shape
+    perm = gathering_perm(shape, axes)
+    if perm is None:
+        return b.emit(kind, [x], MeanAttrs(axes, keep), nhwc=nhwc)
+    tail = tuple(range(len(shape) - len(axes), len(shape)))
+    t = b.transpose_to(x, perm)
+    if not keep:
+        return b.emit(kind, [t], MeanAttrs(tail, False), nhwc=nhwc)
+    y = b.emit(kind, [t], MeanAttrs(tail, False), intermediate=True)
+    kept_shape = tuple(1 if i in axes else d for i, d in enumerate(shape))
+    return b.emit(OpKind.RESHAPE, [y], ReshapeAttrs(kept_shape), nhwc=nhwc)
+
+
 def _reduce(b: Builder, kind: OpKind, data, axes_input, axes, keepdims, noop_with_empty_axes):
-    """onnx_ops.reduce_mean's layout rules for another reduction kind."""
+    """onnx_ops.reduce_mean's layout rules for every reduction kind; non-contiguous IR axes are
+    gathered first (emit_reduction)."""
     shape = b.onnx_shape(data)
     ax = [int(a) for a in b.const(axes_input, "axes")] if axes_input else list(axes or [])
     if not ax:
@@ -28,11 +47,17 @@ def _reduce(b: Builder, kind: OpKind, data, axes_input, axes, keepdims, noop_wit
     if b.is_nhwc(data):
         mapped = tuple(sorted(NCHW_TO_NHWC_AXIS[a] for a in ax))
         if keepdims:
-            return b.emit(kind, [b.nhwc(data)], MeanAttrs(mapped, True), nhwc=True)
+            return emit_reduction(b, kind, b.nhwc(data), mapped, True, nhwc=True)
         # without keepdims the NHWC result is in ONNX order when the kept axes keep their order
         if [a for a in (0, 2, 3, 1) if a not in ax] == [a for a in range(4) if a not in ax]:
-            return b.emit(kind, [b.nhwc(data)], MeanAttrs(mapped, False))
-    return b.emit(kind, [b.onnx_order(data)], MeanAttrs(tuple(ax), bool(keepdims)))
+            return emit_reduction(b, kind, b.nhwc(data), mapped, False)
+    return emit_reduction(b, kind, b.onnx_order(data), tuple(ax), bool(keepdims))
+
+
+@converter("ReduceMean")
+def reduce_mean(b: Builder, data, axes_input=None, *, axes=None, keepdims=1, noop_with_empty_axes=0):
+    # replaces onnx_ops.reduce_mean (same rules) so that MEAN shares the non-contiguous lowering
+    return _reduce(b, OpKind.MEAN, data, axes_input, axes, keepdims, noop_with_empty_axes)
 
 
 @converter("ReduceSum")

@@ -8,8 +8,9 @@ import numpy as np
 
 from toolchain.frontend.tflite import SAME, VALID, Builder, converter
 from toolchain.ir import DType
-from toolchain.ops.mean import MeanAttrs
+from toolchain.ops.mean import MeanAttrs, gathering_perm
 from toolchain.ops.registry import OpKind
+from toolchain.ops.shape_ops import TransposeAttrs
 from toolchain.ops.transpose_conv import TransposeConvAttrs
 
 _INT32 = 2  # schema.fbs TensorType INT32 (TransposeConvOptions.quantized_bias_type)
@@ -64,10 +65,36 @@ def _axes(b: Builder, idx: int, rank: int) -> tuple[int, ...]:
     return tuple(sorted({int(a) % rank for a in np.asarray(t.data, np.int64).reshape(-1)}))
 
 
+def emit_reduction(b: Builder, kind: OpKind, x, axes: tuple[int, ...], keep: bool) -> None:
+    """The reduction of x over `axes` into the operator's output; axes that are not contiguous
+    are first gathered at the end by a TRANSPOSE (mean.gathering_perm; exact data movement, TFLM
+    reduces any axis set), the keep_dims shape restored by a RESHAPE view."""
+    perm = gathering_perm(x.shape, axes)
+    if perm is None:
+        b.emit(kind, [x], MeanAttrs(axes, keep))
+        return
+    t = b.emit(OpKind.TRANSPOSE, [x], TransposeAttrs(perm), b.fresh(f"{x.name}_gathered", x,
+                                                                  tuple(x.shape[p] for p in perm)))
+    tail = tuple(range(len(x.shape) - len(axes), len(x.shape)))
+    if not keep:
+        b.emit(kind, [t], MeanAttrs(tail, False))
+        return
+    y = b.act(b.op.outputs[0], "output")
+    r = b.emit(kind, [t], MeanAttrs(tail, False), b.fresh(f"{y.name}_flat", y, tuple(t.shape[:len(t.shape) - len(axes)])))
+    b.reshape(r, y.shape, out=y)
+
+
 @converter("SUM")
 def sum_(b: Builder, input: int, axis: int, *, keep_dims: bool = False) -> None:
     x = b.act(input)
-    b.emit(OpKind.SUM, [x], MeanAttrs(_axes(b, axis, len(x.shape)), bool(keep_dims)))
+    emit_reduction(b, OpKind.SUM, x, _axes(b, axis, len(x.shape)), bool(keep_dims))
+
+
+@converter("MEAN")
+def mean(b: Builder, input: int, axis: int, *, keep_dims: bool = False) -> None:
+    # replaces tflite_ops.mean (same axes rule) so that MEAN shares the non-contiguous lowering
+    x = b.act(input)
+    emit_reduction(b, OpKind.MEAN, x, _axes(b, axis, len(x.shape)), bool(keep_dims))
 
 
 @converter("REDUCE_MAX")
@@ -78,4 +105,4 @@ def reduce_max(b: Builder, input: int, axis: int, *, keep_dims: bool = False) ->
     if x.quant != y.quant:
         raise b.unsupported(f"REDUCE_MAX from {x.quant.s}/zp {x.quant.zp} to {y.quant.s}/zp {y.quant.zp} "
                             "(needs equal input and output quantization)")
-    b.emit(OpKind.REDUCE_MAX, [x], MeanAttrs(_axes(b, axis, len(x.shape)), bool(keep_dims)))
+    emit_reduction(b, OpKind.REDUCE_MAX, x, _axes(b, axis, len(x.shape)), bool(keep_dims))

@@ -70,6 +70,18 @@ def rescale_exact_s8(x: np.ndarray, input_offset: int, m: int, k: int, output_of
     return np.clip(y, -128, 127).astype(np.int8)
 
 
+def onnx_rescale_table(src: QuantParams, dst: QuantParams) -> np.ndarray:
+    """The 256 int8 values (index q + 128) of int8 q on `src` moved onto `dst` as onnxruntime does it
+    between DequantizeLinear and QuantizeLinear: float32((q - zp_in) * s_in) / float32 s_out, one
+    float32 division (MLAS QuantizeLinear divides by the scale), rounded to nearest, ties to even,
+    + zp_out, saturated. Not the exact ratio of float32_ratio: float32(0.27f / 0.02f) is 13.499999,
+    not the tie 13.5. Computed here offline, so the C kernels only index a table (no float)."""
+    q = np.arange(-128, 128, dtype=np.int32)
+    f = (q - int(src.zp)).astype(np.float32) * np.float32(src.s)
+    v = np.rint(f / np.float32(dst.s)).astype(np.float64) + int(dst.zp)
+    return np.clip(v, -128, 127).astype(np.int8)
+
+
 def requantize_s8(x: np.ndarray, input_offset: int, mult: int, shift: int, output_offset: int) -> np.ndarray:
     """int8 -> int8 requantization (TFLM reference_ops::Requantize): MBQM(x + input_offset, mult,
     shift) + output_offset, saturated to int8; under rounding "onnx" the rescale rounds once, ties to

@@ -9,6 +9,11 @@ float32_ratio / rescale_exact_s8, as Concat does: round((q - zp_in) * s_in / s_o
 saturated, ties as the rounding mode in effect) and the results compared; an input with the output's
 qparams is used as is (so the TFLite case stays a raw compare, bit-exact with TFLM). Max and min are
 monotone, so rescaling before the compare equals rescaling its result.
+
+Under rounding "onnx" the rescale is onnxruntime's instead (concat.onnx_rescale_table): ORT runs
+Max / Min in float between DequantizeLinear and QuantizeLinear, whose float32 product and division
+move exact ties of the real ratio (s_in / s_out = 1.5: q * 1.5 = k + 0.5) to either side; a 256-entry
+table per input, computed offline, reproduces it bit for bit (the `_onnx` C twin indexes the tables).
 """
 from __future__ import annotations
 
@@ -19,7 +24,8 @@ import numpy as np
 from toolchain.ir import Graph, Node, QuantParams
 from toolchain.ops.binary import broadcast_args, broadcast_shape, operand
 from toolchain.ops.common import quantize_operand
-from toolchain.ops.concat import COPY, concat_params, rescale_exact_s8
+from toolchain.ops.concat import COPY, concat_params, onnx_rescale_table, rescale_exact_s8
+from toolchain.ops.fixed_point import current_rounding
 from toolchain.ops.registry import CArg, Cost, OpDef, portable, register, rounding_twins
 
 
@@ -44,6 +50,15 @@ def max_min_s8(a: np.ndarray, b: np.ndarray, pa: tuple[int, int, int, int], pb: 
     return f(onto_output(a, pa), onto_output(b, pb)).astype(np.int8)
 
 
+def max_min_table_s8(a: np.ndarray, b: np.ndarray, ta: np.ndarray, tb: np.ndarray, is_max: bool) -> np.ndarray:
+    """int8 max / min with broadcasting of the inputs mapped through 256-entry tables (index q + 128;
+    concat.onnx_rescale_table, rounding "onnx")."""
+    f = np.maximum if is_max else np.minimum
+    ra = ta[np.asarray(a, np.int16) + 128]
+    rb = tb[np.asarray(b, np.int16) + 128]
+    return f(ra, rb).astype(np.int8)
+
+
 class _MaxMin(OpDef):
     is_max: bool
 
@@ -66,7 +81,14 @@ class _MaxMin(OpDef):
         y: QuantParams = graph.t(node.outputs[0]).quant
         return [concat_params(graph.t(n).quant, y) for n in node.inputs[:2]]
 
+    def _tables(self, node: Node, graph: Graph) -> list[np.ndarray]:
+        y: QuantParams = graph.t(node.outputs[0]).quant
+        return [onnx_rescale_table(graph.t(n).quant, y) for n in node.inputs[:2]]
+
     def reference_s8(self, node: Node, graph: Graph, ins: list[np.ndarray]) -> list[np.ndarray]:
+        if current_rounding() == "onnx":
+            ta, tb = self._tables(node, graph)
+            return [max_min_table_s8(ins[0], ins[1], ta, tb, self.is_max)]
         pa, pb = self._params(node, graph)
         return [max_min_s8(ins[0], ins[1], pa, pb, self.is_max)]
 
@@ -76,6 +98,13 @@ class _MaxMin(OpDef):
         return [*map(CArg.lit, ints), *broadcast_args(node, graph), operand(graph, node.inputs[0]),
                 operand(graph, node.inputs[1]), CArg("act", node.outputs[0])]
 
+    @staticmethod
+    def onnx_kernel_args(node: Node, graph: Graph) -> list[CArg]:
+        """Arguments of the `_onnx` twin: the two rescale tables instead of the offsets and ratios."""
+        ta, tb = _MaxMin._tables(None, node, graph)
+        return [CArg("array", ta, "table1"), CArg("array", tb, "table2"), *broadcast_args(node, graph),
+                operand(graph, node.inputs[0]), operand(graph, node.inputs[1]), CArg("act", node.outputs[0])]
+
     def cost(self, node: Node, graph: Graph) -> Cost:
         c = super().cost(node, graph)
         return Cost(0, c.weight_bytes, c.act_read_bytes, c.act_write_bytes)
@@ -84,10 +113,10 @@ class _MaxMin(OpDef):
 @register("MAXIMUM", "Maximum")
 class Maximum(_MaxMin):
     is_max = True
-    variants = rounding_twins(portable("maximum"))
+    variants = rounding_twins(portable("maximum"), args=_MaxMin.onnx_kernel_args)
 
 
 @register("MINIMUM", "Minimum")
 class Minimum(_MaxMin):
     is_max = False
-    variants = rounding_twins(portable("minimum"))
+    variants = rounding_twins(portable("minimum"), args=_MaxMin.onnx_kernel_args)

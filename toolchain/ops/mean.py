@@ -70,6 +70,20 @@ def reduce_layout(shape: tuple[int, ...], axes: tuple[int, ...]) -> tuple[int, i
     return prod(shape[:lo]), prod([shape[i] for i in red]), prod(shape[hi:])
 
 
+def gathering_perm(shape: tuple[int, ...], axes: tuple[int, ...]) -> tuple[int, ...] | None:
+    """None when the reduction over `axes` of `shape` is contiguous (reduce_layout accepts it), else
+    the permutation kept axes (in order) + reduced axes (in order): a Transpose by it (exact data
+    movement) makes the reduced axes the trailing ones, so the contiguous reduction over them gives
+    the result in the kept axes' order. The frontends lower a non-contiguous reduction that way
+    (TFLM reduces any axis set; SUM / MEAN stay one int32 sum and one requantization)."""
+    try:
+        reduce_layout(shape, axes)
+        return None
+    except ValueError:
+        kept = [i for i in range(len(shape)) if i not in axes]
+        return tuple(kept + sorted(axes))
+
+
 def reduced_shape(node: Node, graph: Graph) -> tuple[int, ...]:
     """The output shape of a reduction with MeanAttrs (Mean, Sum, ReduceMax); ValueError for axes
     that do not fit or are not contiguous (reduce_layout)."""
