@@ -1,5 +1,5 @@
 """ONNX converters of the element-wise, data-movement and activation ops (Add/Sub/Mul/Div with
-broadcast and constant operands, Concat, Pad, ReduceMean, Sigmoid, Tanh, HardSwish, LeakyRelu,
+broadcast and constant operands, Concat, Pad, Sigmoid, Tanh, HardSwish, LeakyRelu,
 PRelu, Resize), registered into toolchain.frontend.onnx.CONVERTERS. Same contract as there: keyword
 parameters are the ONNX attribute names with the spec defaults (all opsets 11-21 merged).
 
@@ -22,7 +22,6 @@ from toolchain.ops.concat import ConcatAttrs
 from toolchain.ops.hard_swish import HardSwishAttrs
 from toolchain.ops.leaky_relu import LeakyReluAttrs
 from toolchain.ops.logistic import LogisticAttrs
-from toolchain.ops.mean import MeanAttrs
 from toolchain.ops.pad import PadAttrs
 from toolchain.ops.prelu import PReluAttrs
 from toolchain.ops.registry import OpKind
@@ -129,25 +128,6 @@ def pad(b: Builder, data, pads=None, constant_value=None, axes=None, *, mode="co
         per = [per[i] for i in TO_NHWC]
         return b.emit(OpKind.PAD, [b.nhwc(data)], PadAttrs(tuple(per), float(value)), nhwc=True)
     return b.emit(OpKind.PAD, [b.onnx_order(data)], PadAttrs(tuple(per), float(value)))
-
-
-@converter("ReduceMean")
-def reduce_mean(b: Builder, data, axes_input=None, *, axes=None, keepdims=1, noop_with_empty_axes=0):
-    shape = b.onnx_shape(data)
-    ax = axes_input and [int(a) for a in b.const(axes_input, "axes")] or axes
-    if not ax:
-        if noop_with_empty_axes:
-            return b.alias(data)
-        ax = list(range(len(shape)))
-    ax = sorted({int(a) % len(shape) for a in ax})
-    if b.is_nhwc(data):
-        mapped = tuple(sorted(NCHW_TO_NHWC_AXIS[a] for a in ax))
-        if keepdims:
-            return b.emit(OpKind.MEAN, [b.nhwc(data)], MeanAttrs(mapped, True), nhwc=True)
-        # without keepdims the NHWC result is in ONNX order when the kept axes keep their order
-        if [a for a in (0, 2, 3, 1) if a not in ax] == [a for a in range(4) if a not in ax]:
-            return b.emit(OpKind.MEAN, [b.nhwc(data)], MeanAttrs(mapped, False))
-    return b.emit(OpKind.MEAN, [b.onnx_order(data)], MeanAttrs(tuple(ax), bool(keepdims)))
 
 
 def _unary(b: Builder, kind: OpKind, X: str, attrs) -> str:

@@ -1,7 +1,6 @@
 """ONNX converters of the layout group: DepthToSpace-13 (DCR, CRD), SpaceToDepth-13, Upsample-7/9
 (nearest, linear), Softmax-13 over any axis and LogSoftmax-13, registered into
-toolchain.frontend.onnx.CONVERTERS. Modules named onnx_ops_* load after onnx.py, so the Softmax
-converter here replaces onnx.py's (which takes the last axis only).
+toolchain.frontend.onnx.CONVERTERS.
 
 Layout: ONNX is NCHW, the IR keeps 4-D activations NHWC. The NCHW channel index is the NHWC
 channel index, so DepthToSpace / SpaceToDepth run on the NHWC tensor as they are; Softmax over

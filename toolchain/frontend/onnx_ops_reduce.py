@@ -56,7 +56,7 @@ def _reduce(b: Builder, kind: OpKind, data, axes_input, axes, keepdims, noop_wit
 
 @converter("ReduceMean")
 def reduce_mean(b: Builder, data, axes_input=None, *, axes=None, keepdims=1, noop_with_empty_axes=0):
-    # replaces onnx_ops.reduce_mean (same rules) so that MEAN shares the non-contiguous lowering
+    # MEAN shares the lowering of the other reductions (non-contiguous axes included)
     return _reduce(b, OpKind.MEAN, data, axes_input, axes, keepdims, noop_with_empty_axes)
 
 

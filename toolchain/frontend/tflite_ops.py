@@ -1,5 +1,5 @@
 """TFLite converters of the element-wise, data-movement, activation and type-edge ops (SUB, MUL,
-CONCATENATION, PAD/PADV2, MEAN, LOGISTIC, TANH, HARD_SWISH, LEAKY_RELU, PRELU, RESIZE_*,
+CONCATENATION, PAD/PADV2, LOGISTIC, TANH, HARD_SWISH, LEAKY_RELU, PRELU, RESIZE_*,
 QUANTIZE, DEQUANTIZE, SQUARED_DIFFERENCE), registered into toolchain.frontend.tflite.CONVERTERS. Same
 contract as the
 converters there: keyword parameters are the schema.fbs options, the file's own qparams are kept.
@@ -16,7 +16,6 @@ from toolchain.ops.concat import ConcatAttrs
 from toolchain.ops.hard_swish import HardSwishAttrs, hard_swish_params
 from toolchain.ops.leaky_relu import LeakyReluAttrs
 from toolchain.ops.logistic import LogisticAttrs
-from toolchain.ops.mean import MeanAttrs
 from toolchain.ops.pad import PadAttrs
 from toolchain.ops.prelu import PReluAttrs
 from toolchain.ops.quantize_ops import QuantizeAttrs
@@ -83,13 +82,6 @@ def pad_v2(b: Builder, input: int, paddings: int, constant_values: int = -1) -> 
             raise b.unsupported("constant_values: needs one int8 constant with the output's quantization")
         value = float(c.quant.dequantize(c.data.reshape(-1))[0])
     b.emit(OpKind.PAD, [x], PadAttrs(tuple((int(a), int(c)) for a, c in p), value))
-
-
-@converter("MEAN")
-def mean(b: Builder, input: int, axis: int, *, keep_dims: bool = False) -> None:
-    x = b.act(input)
-    axes = sorted({int(a) % len(x.shape) for a in _const_ints(b, axis, "axis").reshape(-1)})
-    b.emit(OpKind.MEAN, [x], MeanAttrs(tuple(axes), bool(keep_dims)))
 
 
 @converter("LOGISTIC")

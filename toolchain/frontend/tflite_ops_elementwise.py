@@ -1,9 +1,7 @@
 """TFLite converters of the "elementwise" group: MAXIMUM, MINIMUM (ops/maximum_minimum.py) and
 RELU / RELU6 whose output quantization differs from the input's (ops/relu.py). Same contract as
 toolchain/frontend/tflite.py: keyword parameters are the schema.fbs options.
-
-RELU and RELU6 replace the converters of tflite_ops.py (this module is imported after it, see
-converter_modules): equal qparams still give a Clamp, different ones the requantizing Relu.
+Equal qparams on RELU / RELU6 give a Clamp, different ones the requantizing Relu.
 """
 from __future__ import annotations
 

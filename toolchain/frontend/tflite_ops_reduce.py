@@ -92,7 +92,7 @@ def sum_(b: Builder, input: int, axis: int, *, keep_dims: bool = False) -> None:
 
 @converter("MEAN")
 def mean(b: Builder, input: int, axis: int, *, keep_dims: bool = False) -> None:
-    # replaces tflite_ops.mean (same axes rule) so that MEAN shares the non-contiguous lowering
+    # MEAN shares the lowering of the other reductions (non-contiguous axes included)
     x = b.act(input)
     emit_reduction(b, OpKind.MEAN, x, _axes(b, axis, len(x.shape)), bool(keep_dims))
 
