@@ -13,7 +13,7 @@ from toolchain.ops.fixed_point import AddParams, add_params, multiply_by_quantiz
 from dataclasses import dataclass
 from toolchain.ir import Graph, Node
 from toolchain.ops.binary import broadcast_args, broadcast_shape, needs_broadcast, operand
-from toolchain.ops.common import NO_ACT, act_range_s8, apply_act_f32, quantize_operand
+from toolchain.ops.common import NO_ACT, act_range_s8, apply_act_f32, quantize_constant_operands
 from toolchain.ops.registry import CArg, Cost, OpDef, portable, rounding_twins, register
 
 
@@ -62,10 +62,7 @@ class Add(OpDef):
         return [broadcast_shape(node, graph)]
 
     def quantize_constants(self, node: Node, graph: Graph) -> Graph:
-        for name in node.inputs[:2]:  # a constant operand becomes int8 with its own qparams (TFLite)
-            if graph.t(name).is_const and graph.t(name).quant is None:
-                graph = quantize_operand(graph, name)
-        return graph
+        return quantize_constant_operands(node, graph)
 
     def reference_f32(self, node: Node, graph: Graph, ins: list[np.ndarray]) -> list[np.ndarray]:
         return [apply_act_f32((ins[0] + ins[1]).astype(np.float32), node.attrs.act)]

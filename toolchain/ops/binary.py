@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from toolchain.ir import Graph, Node
-from toolchain.ops.common import NO_ACT, act_range_s8, apply_act_f32, quantize_operand
+from toolchain.ops.common import NO_ACT, act_range_s8, apply_act_f32, quantize_constant_operands
 from toolchain.ops.elementwise import mul_s8
 from toolchain.ops.fixed_point import (
     AddParams,
@@ -127,10 +127,7 @@ class _Binary(OpDef):
         return [broadcast_shape(node, graph)]
 
     def quantize_constants(self, node: Node, graph: Graph) -> Graph:
-        for name in node.inputs[:2]:
-            if graph.t(name).is_const and graph.t(name).quant is None:
-                graph = quantize_operand(graph, name)
-        return graph
+        return quantize_constant_operands(node, graph)
 
     def _io(self, node: Node, graph: Graph):
         return [graph.t(n).quant for n in (*node.inputs[:2], node.outputs[0])]

@@ -140,6 +140,15 @@ def quantize_operand(graph: Graph, name: str, qp: QuantParams | None = None) -> 
     return graph.with_tensor(Tensor(name, t.shape, DType.INT8, qp, qp.quantize(t.data)))
 
 
+def quantize_constant_operands(node: Node, graph: Graph, qp: QuantParams | None = None) -> Graph:
+    """quantize_operand on each still-float constant among the first two inputs of an element-wise
+    node (Add, Sub, Mul, Maximum, ...): int8 with its own qparams (TFLite), or `qp` when given."""
+    for name in node.inputs[:2]:
+        if graph.t(name).is_const and graph.t(name).quant is None:
+            graph = quantize_operand(graph, name, qp)
+    return graph
+
+
 def weighted_requant(node: Node, graph: Graph, out_axis: int) -> dict:
     """The requantization kwargs shared by Conv2D, DepthwiseConv2D and FullyConnected: offsets,
     per-output-channel (multiplier, shift) and the fused activation's int8 clamp. A per-tensor

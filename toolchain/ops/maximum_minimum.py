@@ -23,7 +23,7 @@ import numpy as np
 
 from toolchain.ir import Graph, Node, QuantParams
 from toolchain.ops.binary import broadcast_args, broadcast_shape, operand
-from toolchain.ops.common import quantize_operand
+from toolchain.ops.common import quantize_constant_operands
 from toolchain.ops.concat import COPY, concat_params, onnx_rescale_table, rescale_exact_s8
 from toolchain.ops.fixed_point import current_rounding
 from toolchain.ops.registry import CArg, Cost, OpDef, portable, register, rounding_twins
@@ -71,11 +71,7 @@ class _MaxMin(OpDef):
 
     def quantize_constants(self, node: Node, graph: Graph) -> Graph:
         # a float constant (ONNX Max(x, c)) is quantized on the output's grid: a plain copy then
-        y = graph.t(node.outputs[0]).quant
-        for name in node.inputs[:2]:
-            if graph.t(name).is_const and graph.t(name).quant is None:
-                graph = quantize_operand(graph, name, y)
-        return graph
+        return quantize_constant_operands(node, graph, graph.t(node.outputs[0]).quant)
 
     def _params(self, node: Node, graph: Graph) -> list[tuple[int, int, int, int]]:
         y: QuantParams = graph.t(node.outputs[0]).quant

@@ -15,7 +15,7 @@ import numpy as np
 
 from toolchain.ir import Graph, Node
 from toolchain.ops.binary import broadcast_args, broadcast_shape, operand
-from toolchain.ops.common import quantize_operand
+from toolchain.ops.common import quantize_constant_operands
 from toolchain.ops.fixed_point import AddParams, multiply_by_quantized_multiplier, quantize_multiplier, requantize_s8
 from toolchain.ops.registry import CArg, Cost, OpDef, portable, register
 
@@ -60,10 +60,7 @@ class SquaredDifference(OpDef):
         return [d * d]
 
     def quantize_constants(self, node: Node, graph: Graph) -> Graph:
-        for name in node.inputs[:2]:  # a constant operand is int8 with its own qparams (TFLite)
-            if graph.t(name).is_const and graph.t(name).quant is None:
-                graph = quantize_operand(graph, name)
-        return graph
+        return quantize_constant_operands(node, graph)  # a constant operand: int8 with its own qparams
 
     def _params(self, node: Node, graph: Graph) -> AddParams:
         a, b, y = (graph.t(n).quant for n in (*node.inputs[:2], node.outputs[0]))
