@@ -2,7 +2,7 @@
 summary.schema.json beside this file) and the side-by-side terminal table (one column per board:
 status, total cost, MACs per cost unit, arena, flash, RAM, SQNR, then the cost of every op, matched by name).
 
-The exit status of a sweep is the worst of its boards: 3 (fault/timeout) > 2 (the board could not
+The exit status of a sweep is the worst of its boards: 4 (internal error) > 3 (fault/timeout) > 2 (the board could not
 be built, e.g. the model does not fit) > 1 (mismatch or gate) > 0. Not here: running the boards.
 """
 from __future__ import annotations

@@ -12,13 +12,14 @@ from typing import Any
 
 import yaml
 
-from targets.errors import BoardError, BuildError, RunError, TargetError
+from targets.errors import BoardError, BuildError, CompileError, RunError, TargetError
 from targets.target import ISA, MemoryMap, MemoryRegion, RunKind, RunSpec, Target, TimeSource, target_from_mapping
 
 __all__ = [
     "ISA",
     "BoardError",
     "BuildError",
+    "CompileError",
     "MemoryMap",
     "MemoryRegion",
     "RunError",

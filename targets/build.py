@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from targets.errors import BuildError
+from targets.errors import BuildError, CompileError
 from targets.linker import SUPPORT_DIR, sections_template, write_linker_script
 from targets.mapfile import SectionSizes, parse_map_sizes
 from targets.target import MEMORY_ROLES, Target
@@ -133,7 +133,7 @@ def stack_usage(su_files: Sequence[Path]) -> dict[str, int]:
 def _compile(cmd_prefix: list[str], src: Path, obj: Path) -> None:
     proc = _run_tool([*cmd_prefix, "-c", str(src), "-o", str(obj)], f"compiling {src.name}")
     if proc.returncode != 0:
-        raise BuildError(f"compiling {src.name} failed: {_first_errors(proc.stderr)}")
+        raise CompileError(f"compiling {src.name} failed: {_first_errors(proc.stderr)}")
 
 
 _OVERFLOW_RE = re.compile(r"region [`'](?P<region>[^`']+)' overflowed by (?P<n>\d+) bytes?")
@@ -152,7 +152,7 @@ def _link_error(target: Target, stderr: str) -> BuildError:
             f"link failed for board '{target.name}': region '{region}' ({'/'.join(roles) or 'unassigned'}) "
             f"overflowed by {overflow['n']} byte{'s' if overflow['n'] != '1' else ''}{sections}"
         )
-    return BuildError(f"link failed for board '{target.name}': {_first_errors(stderr)}")
+    return CompileError(f"link failed for board '{target.name}': {_first_errors(stderr)}")
 
 
 def build_firmware(

@@ -25,3 +25,10 @@ class BuildError(TargetError):
 
 class RunError(TargetError):
     """The emulator/ELF could not be run, or its instrumentation output is malformed."""
+
+
+class CompileError(BuildError):
+    """The generated C did not compile, or did not link for a reason other than a region overflow:
+    a fault of the generator, not of the model (the CLI reports it as an internal error, exit 4)."""
+
+    exit_code = 4

@@ -10,8 +10,10 @@
 
 Exit status: 0 pass; 1 verification mismatch (complete OUT written) or, for compare, a budget
 exceeded; 2 bad input or usage (nothing written); 3 guest fault or timeout (complete OUT with the
-log and the running op). A sweep over several boards writes OUT/<board>/ each and OUT/summary.json
-and exits with the worst board's status (3 > 2 > 1 > 0); a build sweep writes the summary too.
+log and the running op); 4 internal error: a bug in edgecc (an unexpected exception, or generated C that
+does not build), one line, nothing written (EDGECC_DEBUG=1: the traceback, and the temp folder kept).
+A sweep over several boards writes OUT/<board>/ each and OUT/summary.json
+and exits with the worst board's status (4 > 3 > 2 > 1 > 0); a build sweep writes the summary too.
 Everything is built in a temporary folder beside OUT and renamed into place at the end; an existing
 OUT is replaced only if edgecc wrote it (marker OUT/.edgecc) or it is empty.
 """
@@ -26,13 +28,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from toolchain.errors import EdgeccError, InputError
+from toolchain.errors import EdgeccError, InputError, InternalError, one_line
 
 if TYPE_CHECKING:
     from targets import Target
     from toolchain.config import Config
 
-VERDICTS = {0: "PASS", 1: "FAIL (verification)", 2: "ERROR", 3: "FAULT"}
+VERDICTS = {0: "PASS", 1: "FAIL (verification)", 2: "ERROR", 3: "FAULT", 4: "INTERNAL ERROR"}
+REPORT_HINT = ("this is a bug in edgecc, not in your input: please report it with the model and the command "
+               "(EDGECC_DEBUG=1 shows the traceback and keeps the generated files)")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -213,15 +217,17 @@ def _job(args: argparse.Namespace) -> int:
         with progress.shown(progress.wanted(args.quiet)), progress.notes_shown(not args.quiet):
             job = _one if len(targets) == 1 else _sweep
             code, show = job(args, cfg, targets, tmp, out)
-        show()
-        return code
-    except EdgeccError:
-        if not out.exists():  # bad input: leave no trace, not even the parents made for the temp folder
-            shutil.rmtree(tmp, ignore_errors=True)
+    except BaseException as e:  # bad input, a bug, an interrupt: leave no trace, not even the parents made for tmp
+        if debugging() and not isinstance(e, InputError | KeyboardInterrupt):
+            print(f"edgecc: EDGECC_DEBUG: the generated files are kept in {tmp}", file=sys.stderr)
+            raise
+        shutil.rmtree(tmp, ignore_errors=True)
+        if not out.exists():
             _remove_empty(created)
         raise
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+    shutil.rmtree(tmp, ignore_errors=True)  # normally moved into OUT already
+    show()
+    return code
 
 
 def _one(args: argparse.Namespace, cfg: Config, targets: list[Target], tmp: Path,
@@ -244,7 +250,7 @@ def _one(args: argparse.Namespace, cfg: Config, targets: list[Target], tmp: Path
         with step(f"{target.name}: run on the board, verify, measure the error per op"):
             outcome = run_and_verify(build)
     except TargetError as e:
-        raise InputError(str(e)) from None
+        raise _target_error(e) from None
     write_outputs(outcome.report, tmp)
     _finalize(tmp, out)
 
@@ -256,6 +262,17 @@ def _one(args: argparse.Namespace, cfg: Config, targets: list[Target], tmp: Path
               f"report in {out}/report.json (also .md, .csv, .html)")
 
     return outcome.exit_code, show
+
+
+def _target_error(e: Exception) -> EdgeccError:
+    """A board-side failure as the CLI's error: generated C that does not compile or link is edgecc's
+    fault (InternalError, exit 4); a board that cannot take the model, a missing tool, QEMU trouble:
+    exit 2."""
+    from targets import CompileError
+
+    if isinstance(e, CompileError):
+        return InternalError(f"the generated C does not build: {e}; {REPORT_HINT}")
+    return InputError(str(e))
 
 
 def _tflm_differs(report: dict) -> str | None:
@@ -299,7 +316,8 @@ def _sweep(args: argparse.Namespace, cfg: Config, targets: list[Target], tmp: Pa
                 entries.append(board_entry(target.name, outcome.exit_code, reports[target.name])
                                if args.cmd == "run" else build_entry(target.name, build))
             except (EdgeccError, TargetError) as e:
-                entries.append(board_entry(target.name, getattr(e, "exit_code", 2), None, str(e)))
+                err = e if isinstance(e, EdgeccError) else _target_error(e)
+                entries.append(board_entry(target.name, err.exit_code, None, str(err)))
             advance(1)
     doc = summary(str(cfg.model), entries)
     write_summary(doc, tmp / "summary.json")  # build too: which boards built, with arena and flash
@@ -341,9 +359,32 @@ def _compare(args: argparse.Namespace) -> int:
 
 
 def error_text(e: EdgeccError) -> str:
-    """`edgecc: error: <first line>`, then the message's further lines (if any) indented."""
+    """`edgecc: error: <message>` on one line (control characters escaped, at most ~300 characters);
+    an unsupported-model summary keeps its indented body lines, each made printable the same way."""
+    from toolchain.errors import UnsupportedModel
+
+    if isinstance(e, InternalError):
+        return f"edgecc: internal error: {one_line(str(e), 600)}"
+    if not isinstance(e, UnsupportedModel):
+        return f"edgecc: error: {one_line(str(e))}"
     first, *rest = str(e).splitlines() or [""]
-    return "\n".join([f"edgecc: error: {first}", *(r if r[:1].isspace() else f"  {r}" for r in rest)])
+    return "\n".join([f"edgecc: error: {one_line(first)}", *("  " + one_line(r.strip()) for r in rest)])
+
+
+def internal_error_text(e: BaseException) -> str:
+    """The one line for an exception edgecc did not expect: its type, message and where it was
+    raised (the innermost frame in edgecc's own code), and whom to tell."""
+    import traceback
+
+    frames = [f for f in traceback.extract_tb(e.__traceback__) if "site-packages" not in f.filename]
+    where = f" at {Path(frames[-1].filename).name}:{frames[-1].lineno}" if frames else ""
+    what = one_line(f"{type(e).__name__}: {e}" if str(e) else type(e).__name__, 200)
+    return f"edgecc: internal error: {what}{where}; {REPORT_HINT}"
+
+
+def debugging() -> bool:
+    """EDGECC_DEBUG=1: unexpected exceptions show their traceback, and failed jobs keep their temp folder."""
+    return os.environ.get("EDGECC_DEBUG", "") not in ("", "0")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -364,6 +405,11 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("edgecc: interrupted", file=sys.stderr)
         return 130
+    except Exception as e:  # the last line of defence: a bug of ours is one line and exit 4, never a traceback
+        if debugging():
+            raise
+        print(internal_error_text(e), file=sys.stderr)
+        return InternalError.exit_code
 
 
 if __name__ == "__main__":
