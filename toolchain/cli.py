@@ -390,6 +390,9 @@ def debugging() -> bool:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the `edgecc` console script; returns the exit status."""
     args = _parser().parse_args(argv)
+    if not debugging():  # library warnings (numpy, onnx) are not edgecc's messages: one line per error stays one
+        import warnings
+        warnings.simplefilter("ignore")
     try:
         if args.cmd == "boards":
             return _boards()
