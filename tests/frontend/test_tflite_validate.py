@@ -262,3 +262,22 @@ def test_byte_flip_sweep_never_tracebacks(edgecc, tmp_path, seed):
         if res.code == 2:
             assert res.err.startswith(f"edgecc: error: {path}"), f"case {k}: {res.err}"
             assert not out.exists(), f"case {k}: OUT written"
+
+
+def test_options_of_another_op_do_not_reach_its_inputs(edgecc, tmp_path):
+    """An operator whose options table belongs to another op type (CONCATENATION's `axis` on a MEAN)
+    is refused by name; the field must not collide with the converter's `axis` input (was a TypeError)."""
+    import _tflite_cases
+
+    S = _tflite_cases.S
+
+    def edit(m):
+        fc = m.subgraphs[0].operators[2]
+        m.operatorCodes[fc.opcodeIndex].builtinCode = m.operatorCodes[fc.opcodeIndex].deprecatedBuiltinCode = 40
+        fc.inputs, fc.builtinOptionsType = [4, 5], S.BuiltinOptions.ConcatenationOptions
+        fc.builtinOptions = S.ConcatenationOptionsT()
+        fc.builtinOptions.axis = 1
+    path, out = tmp_path / "mixed.tflite", tmp_path / "out"
+    path.write_bytes(mutate(BASE, edit))
+    res = edgecc("build", "--model", path, "--board", "host", "--out", out)
+    assert_rejected(res, out, str(path), "MEAN", "option(s) axis=1", max_lines=3)
