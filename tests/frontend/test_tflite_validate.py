@@ -45,6 +45,13 @@ def _refused(edgecc, tmp_path: Path, model: bytes, *needles: str) -> str:
     return line
 
 
+def _chain(*edits):
+    def edit(m):
+        for e in edits:
+            e(m)
+    return edit
+
+
 def test_the_base_model_builds(edgecc, tmp_path):
     """The unmutated model (absent FC bias = -1 at an optional input) is valid: the cases below fail
     because of their one mutation."""
@@ -71,6 +78,8 @@ INDICES = {
     "graph output listed twice": (graph_field("outputs", [6, 6]), "graph output #1", "listed twice"),
     "no graph inputs": (graph_field("inputs", []), "no graph inputs"),
     "no graph outputs": (graph_field("outputs", []), "no graph outputs"),
+    "no subgraph": (lambda m: setattr(m, "subgraphs", []), "model: no subgraph"),
+    "no buffers": (lambda m: setattr(m, "buffers", []), "tensor #0 't0'", "buffer index 0 but the model has 0"),
 }
 
 
@@ -91,6 +100,8 @@ QUANT = {
     "bias scale -inf": (quant_field(2, scale=[-math.inf, 0.001]), "tensor #2 't2'", "scale[0] is -inf"),
     "int8 zero point 128": (quant_field(0, zeroPoint=[128]), "tensor #0 't0'", "zero point[0] 128"),
     "int8 zero point -129": (quant_field(6, zeroPoint=[-129]), "tensor #6 't6'", "zero point[0] -129"),
+    "uint8 zero point -1": (_chain(tensor_field(0, "type", 3), quant_field(0, zeroPoint=[-1])), "tensor #0 't0'",
+                            "zero point[0] -1 outside uint8 [0, 255]"),
     "int32 zero point 2^31": (quant_field(2, zeroPoint=[0, 2**31]), "tensor #2 't2'", "zero point[1] 2147483648"),
     "more zero points than scales": (quant_field(3, zeroPoint=[5, 5]), "tensor #3 't3'", "1 scale(s) but 2 zero"),
     "no zero points": (quant_field(0, zeroPoint=[]), "tensor #0 't0'", "1 scale(s) but 0 zero"),
@@ -128,13 +139,6 @@ def test_graph_order_and_single_writer(edgecc, tmp_path, case):
     operator (no self-loop, no cycle), every tensor written at most once."""
     edit, *needles = GRAPH[case]
     _refused(edgecc, tmp_path, mutate(BASE, edit), *needles)
-
-
-def _chain(*edits):
-    def edit(m):
-        for e in edits:
-            e(m)
-    return edit
 
 
 DIMS = {
