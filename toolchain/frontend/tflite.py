@@ -82,15 +82,20 @@ class Builder:
         does not take is an error."""
         self.op = op
         params = inspect.signature(fn).parameters
-        extra = sorted(k for k, v in op.options.items() if k not in params and not _same(v, op.defaults.get(k)))
+        # options are the keyword-only parameters: an options table of another op's type (a damaged
+        # file) may hold a field named like an input (`axis`), which must not reach that input
+        taken = {k for k, p in params.items() if p.kind == p.KEYWORD_ONLY}
+        extra = sorted(k for k, v in op.options.items() if k not in taken and not _same(v, op.defaults.get(k)))
         if extra:
             raise self.unsupported("option(s) " + ", ".join(f"{k}={op.options[k]!r}" for k in extra))
-        n_pos = sum(p.kind == p.POSITIONAL_OR_KEYWORD for p in params.values()) - 1
+        positional = [p for p in params.values() if p.kind == p.POSITIONAL_OR_KEYWORD][1:]
+        n_required = sum(p.default is p.empty for p in positional)  # fewer inputs: a damaged or foreign file
         variadic = any(p.kind == p.VAR_POSITIONAL for p in params.values())
         # a converter marked `multi_output` (e.g. SPLIT) emits one node per output itself
-        if (len(op.inputs) > n_pos and not variadic) or (len(op.outputs) != 1 and not getattr(fn, "multi_output", False)):
+        if (len(op.inputs) > len(positional) and not variadic) or len(op.inputs) < n_required \
+                or (len(op.outputs) != 1 and not getattr(fn, "multi_output", False)):
             raise self.unsupported(f"number of inputs/outputs ({len(op.inputs)}/{len(op.outputs)})")
-        fn(self, *op.inputs, **{k: v for k, v in op.options.items() if k in params})
+        fn(self, *op.inputs, **{k: v for k, v in op.options.items() if k in taken})
 
     # -- tensors -----------------------------------------------------------------------------
     def tensor(self, idx: int, role: str) -> Tensor:

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from toolchain.errors import InputError, UnsupportedModel
+from toolchain.frontend.tflite_validate import buffer_bytes, printable, validate_model
 from toolchain.ir import DType, QuantParams, Tensor
 
 # Generated from tensorflow/lite/schema/schema.fbs; both packages ship the same module.
@@ -74,8 +75,9 @@ class TflModel:
 
 
 def read_tflite(path: Path) -> TflModel:
-    """Parse a .tflite file. InputError for a missing, unreadable or non-TFLite file;
-    UnsupportedModel for more than one subgraph."""
+    """Parse a .tflite file. InputError for a missing, unreadable, non-TFLite or malformed file (a
+    corrupt flatbuffer, or anything tflite_validate.validate_model refuses); UnsupportedModel for
+    more than one subgraph."""
     if not path.is_file():
         raise InputError(f"{path}: no such model file")
     buf = path.read_bytes()
@@ -84,10 +86,14 @@ def read_tflite(path: Path) -> TflModel:
         raise InputError(f"{path}: not a TFLite flatbuffer (no 'TFL3' identifier); pass a .tflite file")
     try:
         model = S.ModelT.InitFromObj(S.Model.GetRootAsModel(buf, 0))
-    except Exception as e:  # noqa: BLE001 - a corrupt flatbuffer raises struct/index errors from deep inside
-        raise InputError(f"{path}: cannot parse the TFLite flatbuffer ({type(e).__name__}: {e})") from None
-    if not model.subgraphs or len(model.subgraphs) != 1:
-        raise UnsupportedModel(f"{path}: {len(model.subgraphs or [])} subgraphs (only single-subgraph models)")
+    except Exception as e:  # noqa: BLE001 - a corrupt flatbuffer raises struct, index, unicode, value or
+        # recursion errors (all Exception subclasses) from deep inside the generated reader: all mean the same
+        kind = type(e).__name__ if type(e).__module__ == "builtins" else f"{type(e).__module__}.{type(e).__name__}"
+        raise InputError(f"{path}: not a valid .tflite flatbuffer: {kind} ({printable(str(e), 80)}); "
+                         "re-export the model") from None
+    if model.subgraphs is not None and len(model.subgraphs) > 1:
+        raise UnsupportedModel(f"{path}: {len(model.subgraphs)} subgraphs (only single-subgraph models)")
+    validate_model(path, buf, model, S)  # before anything below indexes into the tree
     sg = model.subgraphs[0]
     type_names = _enum_names(S.TensorType)
     names = _unique_names(sg.tensors or [])
@@ -106,7 +112,7 @@ def _unique_names(tensors: list) -> list[str]:
     seen: set[str] = set()
     out = []
     for i, t in enumerate(tensors):
-        raw = t.name.decode(errors="replace") if isinstance(t.name, bytes) else str(t.name or "")
+        raw = t.name.decode(errors="backslashreplace") if isinstance(t.name, bytes) else str(t.name or "")
         name = raw or f"tensor_{i}"
         if name in seen:
             name = f"{name}_{i}"
@@ -141,16 +147,8 @@ def _tensor(path: Path, buf: bytes, model: Any, t: Any, name: str, type_name: st
     if sig is not None and any(int(s) < 0 for s in list(sig)[1:]):
         raise UnsupportedModel(f"{path}: tensor {name!r} has a dynamic dimension {list(sig)}")
     data = None
-    b = model.buffers[t.buffer] if model.buffers and t.buffer < len(model.buffers) else None
-    if b is not None and b.data is not None and len(b.data):
-        raw = np.asarray(b.data, np.uint8).tobytes()
-    elif b is not None and b.offset > 1:  # > 2 GB layout: the bytes follow the flatbuffer
-        raw = buf[b.offset:b.offset + b.size]
-    else:
-        raw = None
+    raw = buffer_bytes(buf, model.buffers[t.buffer])  # index and size checked by validate_model
     if raw is not None:
-        if len(raw) != int(np.prod(shape, dtype=np.int64)) * dtype.itemsize:
-            raise InputError(f"{path}: tensor {name!r}: buffer of {len(raw)} bytes for shape {list(shape)}")
         data = np.frombuffer(raw, dtype.np.newbyteorder("<")).astype(dtype.np).reshape(shape)
     elif t.isVariable:
         raise UnsupportedModel(f"{path}: tensor {name!r} is a variable (stateful models are not supported)")
@@ -163,8 +161,7 @@ def _op(S: ModuleType, model: Any, index: int, op: Any) -> TflOp:
     builtin = max(int(code.builtinCode), int(code.deprecatedBuiltinCode))
     name = _enum_names(S.BuiltinOperator).get(builtin, f"BUILTIN_{builtin}")
     if name == "CUSTOM":
-        custom = code.customCode.decode(errors="replace") if isinstance(code.customCode, bytes) else code.customCode
-        name = f"CUSTOM({custom})"
+        name = f"CUSTOM({printable(code.customCode)})"  # model-controlled: escaped, one line
     opts = op.builtinOptions
     options = {_snake(k): v for k, v in vars(opts).items()} if opts is not None else {}
     defaults = {_snake(k): v for k, v in vars(type(opts)()).items()} if opts is not None else {}
