@@ -95,7 +95,12 @@ class Builder:
         if (len(op.inputs) > len(positional) and not variadic) or len(op.inputs) < n_required \
                 or (len(op.outputs) != 1 and not getattr(fn, "multi_output", False)):
             raise self.unsupported(f"number of inputs/outputs ({len(op.inputs)}/{len(op.outputs)})")
-        fn(self, *op.inputs, **{k: v for k, v in op.options.items() if k in taken})
+        try:
+            fn(self, *op.inputs, **{k: v for k, v in op.options.items() if k in taken})
+        except (IndexError, ValueError) as e:  # shapes the op does not define (rank 0 where it indexes a channel)
+            shapes = ", ".join(str(list(self.m.tensors[i].shape)) for i in op.inputs
+                               if 0 <= i < len(self.m.tensors) and self.m.tensors[i] is not None)
+            raise self.unsupported(f"input shapes {shapes} ({type(e).__name__})") from None
 
     # -- tensors -----------------------------------------------------------------------------
     def tensor(self, idx: int, role: str) -> Tensor:
@@ -238,7 +243,7 @@ def conv_2d(b: Builder, input: int, filter: int, bias: int = -1, *, padding: int
             dilation_h_factor: int = 1) -> None:
     x, w = b.act(input), b.weights(filter, 4, axis=0)
     cout, kh, kw, gin = w.shape
-    cin = x.shape[-1]
+    cin = x.shape[-1] if x.shape else 0
     # grouped when the weights see fewer channels than the input (TFLM conv: groups = Cin / filter Cin)
     if len(x.shape) != 4 or min(gin, cout) < 1 or cin % gin or cout % (cin // gin):
         raise b.unsupported(f"input {list(x.shape)} with weights {list(w.shape)}")
