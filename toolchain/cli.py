@@ -212,7 +212,11 @@ def _job(args: argparse.Namespace) -> int:
         # nothing else prints while the bars are live but one-line notes (none under --quiet)
         with progress.shown(progress.wanted(args.quiet)), progress.notes_shown(not args.quiet):
             job = _one if len(targets) == 1 else _sweep
-            code, show = job(args, cfg, targets, tmp, out)
+            try:
+                code, show = job(args, cfg, targets, tmp, out)
+            except OSError as e:  # a full disk, quota or read-only file system while writing: exit 2, one line
+                from toolchain.write_errors import write_error
+                raise write_error(e, tmp, out) from None
         show()
         return code
     except EdgeccError:
