@@ -27,7 +27,7 @@ from toolchain.errors import InputError
 MAX_BYTES = 1 << 20        # 1 MiB: a pipeline YAML is well under 1 KiB
 MAX_DEPTH = 32             # nesting levels of sequences/mappings (the schema needs 3)
 MAX_ALIAS_NODES = 1000     # nodes produced by all alias expansions of a document together
-MAX_NODES = 10_000         # values in a document: pure-Python PyYAML takes ~50 us each (1 MiB of `1,` is 27 s)
+MAX_NODES = 2_000          # values in a document: pure-Python PyYAML takes ~50 us each (1 MiB of `1,` is 27 s)
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 
 
@@ -145,9 +145,14 @@ def read_yaml(path: Path) -> Any:
     except UnicodeDecodeError as e:
         raise InputError(f"{name}: not UTF-8 text (byte {e.start}: 0x{data[e.start]:02x}); save the YAML as "
                          "UTF-8") from None
-    loader = SafeLimitedLoader(text)
+    loader = None
     try:
+        loader = SafeLimitedLoader(text)  # checks every character first (ReaderError)
         return loader.get_single_data()
+    except yaml.reader.ReaderError as e:
+        line = text.count("\n", 0, e.position) + 1
+        raise InputError(f"{name}: line {line}: character U+{e.character:04X} is not allowed in YAML; "
+                         "remove it (write control characters as escapes in a double-quoted string)") from None
     except YamlRefused as e:
         where = f"line {e.line}: " if e.line else ""
         raise InputError(f"{name}: {where}{e.message}") from None
@@ -162,4 +167,5 @@ def read_yaml(path: Path) -> Any:
         detail = clip_text((str(e).splitlines() or [type(e).__name__])[0], 60)
         raise InputError(f"{name}: a value cannot be read ({detail}); fix or quote the value") from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()

@@ -22,9 +22,9 @@ def _bomb(levels: int) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _refused(tmp_path: Path, text: str | bytes, *needles: str, name: str = "p.yaml") -> str:
+def _refused(tmp_path: Path, text: str | bytes, *needles: str, name: str = "p.yaml", seconds: float = 3.0) -> str:
     """load_config of a YAML holding `text` raises one short InputError line naming the file
-    and every needle, within a second; returns the message."""
+    and every needle, within `seconds` (generous: the suite may share the CPU); returns the message."""
     p = tmp_path / name
     p.write_bytes(text if isinstance(text, bytes) else text.encode())
     t0 = time.monotonic()
@@ -32,7 +32,7 @@ def _refused(tmp_path: Path, text: str | bytes, *needles: str, name: str = "p.ya
         load_config(p, {})
     elapsed = time.monotonic() - t0
     msg = str(e.value)
-    assert elapsed < 1.0, f"took {elapsed:.2f} s"
+    assert elapsed < seconds, f"took {elapsed:.2f} s"
     # <= 300 characters with `edgecc: error: ` and a path of up to 30 characters (pytest's are longer)
     assert "\n" not in msg and len(msg.replace(str(p), "p.yaml")) <= 300 - 15 - 30, msg[:400]
     assert msg.startswith(str(p)), msg
@@ -45,7 +45,7 @@ def _refused(tmp_path: Path, text: str | bytes, *needles: str, name: str = "p.ya
 def test_alias_bombs_are_refused_fast_in_one_short_line(tmp_path, levels):
     text = _bomb(levels)
     assert len(text) < 500  # the campaign's bomb is 410 bytes
-    _refused(tmp_path, "model: m.onnx\n" + text, "alias", "expand")
+    _refused(tmp_path, "model: m.onnx\n" + text, "alias", "expand", seconds=1.0)  # was 15 s and 800 MB
 
 
 def test_three_levels_of_nine_aliases_are_within_the_budget(tmp_path):
@@ -169,3 +169,15 @@ def test_good_preprocess_values_keep_their_meaning(tmp_path):
     pre = load_config(p, {}).preprocess
     assert pre.mean == (0.5, 1.0, 2.0) and pre.std == (0.25,) and pre.channel_order == "BGR"
     assert pre.layout == "NCHW" and pre.resize == (8, 8)
+
+
+@pytest.mark.parametrize("text, needles", [
+    (b"model: m.onnx\nboard: ho\x01st\n", ("line 2", "U+0001")),
+    (b"model: m.onnx\x00\n", ("line 1", "U+0000")),
+    (b"model: m.onnx\n---\nboard: host\n", ("another document",)),
+    ("model: m.onnx\n".encode("utf-16"), ("not UTF-8", "byte 0")),
+    (b"model: m.onnx\nboard: !!binary aG9zdA==\n", ("board", "string")),
+    (b"model: m.onnx\nrepeats: !!python/object/apply:os.getpid []\n", ("python/object",)),
+])
+def test_unreadable_yaml_is_one_line(tmp_path, text, needles):
+    _refused(tmp_path, text, *needles)
