@@ -78,39 +78,43 @@ class Imported:
     python_s: float
 
 
-def _quiet_numbers() -> np.errstate:
-    """No numpy RuntimeWarning on stderr while a frontend computes with a model's constants: a NaN /
-    inf weight or scale may warn there first, and check_finite_graph refuses it right after in one line."""
-    return np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore")
-
-
 def import_model(cfg: Config) -> Imported:
-    """Steps 1-3 of compile_model: the model file -> float IR -> int8 IR (no board involved)."""
+    """Steps 1-3 of compile_model: the model file -> float IR -> int8 IR (no board involved).
+
+    Raises InputError / UnsupportedModel for a bad model or data, among them non-finite numbers:
+    constants as loaded, after folding, activations while calibrating, and the int8 graph's scales.
+    """
+    # NaN / inf (or finite weights that overflow float32 once folded) make numpy warn on stderr in the
+    # frontends, passes and calibration before a check refuses them in one line: no warnings beside it
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
+        return _import_model(cfg)
+
+
+def _import_model(cfg: Config) -> Imported:
     t0 = time.monotonic()
     if Path(cfg.model).suffix.lower() == ".tflite":
         batched_input_shapes(cfg.model, cfg.input_shapes, cfg.batch)  # batch > 1: not for .tflite (yet)
-        with _quiet_numbers():
-            qgraph = load_tflite(cfg.model)                           # int8 .tflite: keep the file's own quantization
+        qgraph = load_tflite(cfg.model)                               # int8 .tflite: keep the file's own quantization
         check_finite_graph(qgraph, cfg.model)                         # finite constants, scales > 0, zero points in range
         graph, n_calib = dequantize_graph(qgraph), 0                  # its float twin (dequantized weights) as reference
     elif is_quantized_onnx(cfg.model):
         shapes = batched_input_shapes(cfg.model, cfg.input_shapes, cfg.batch)  # `batch: N`: N inferences per run
-        with _quiet_numbers():
-            qdq = load_qdq(cfg.model, shapes)                         # QDQ / QLinear ONNX -> float core + the model's scales
+        qdq = load_qdq(cfg.model, shapes)                             # QDQ / QLinear ONNX -> float core + the model's scales
         check_finite_graph(qdq.graph, cfg.model)                      # finite weights before passes fold them
         check_given(qdq.given, qdq.given_consts, qdq.graph, cfg.model)  # and the model's own scales / zero points
         show_notes(canonical_onnx(cfg.model, shapes).notes)           # what canonicalisation changed (one line each)
         graph = run_passes(qdq.graph)                                 # the same float passes
+        check_finite_graph(graph, cfg.model, after="folding constants and BatchNorm")
         calib = load_data(cfg.calibration, graph, cfg.preprocess) if cfg.calibration else None  # optional
         qgraph = quantize(graph, calib, cfg.calibration_method, given=qdq.given, given_consts=qdq.given_consts)
         n_calib = qgraph.meta["calibration_samples"]                  # ^ the model's quantization kept, weights bit for bit
     else:
         shapes = batched_input_shapes(cfg.model, cfg.input_shapes, cfg.batch)  # `batch: N`: N inferences per run
-        with _quiet_numbers():
-            graph = load_onnx(cfg.model, shapes)                      # ONNX -> IR, NHWC activations
+        graph = load_onnx(cfg.model, shapes)                          # ONNX -> IR, NHWC activations
         check_finite_graph(graph, cfg.model)                          # NaN / inf weights: refused, not a "PASS"
         show_notes(canonical_onnx(cfg.model, shapes).notes)           # what canonicalisation changed (one line each)
         graph = run_passes(graph)                                     # fold constants/BatchNorm, fuse Relu/Clip, drop no-op transposes
+        check_finite_graph(graph, cfg.model, after="folding constants and BatchNorm")  # large weights can overflow
         calib_path = cfg.calibration or cfg.verify
         if calib_path is None:
             raise InputError(f"{cfg.source or 'command line'}: a float model needs calibration data; pass --calibration DATA")

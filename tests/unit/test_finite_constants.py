@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -51,6 +52,22 @@ def test_non_finite_weights_of_a_float_onnx_are_refused(edgecc, tmp_path, out, i
     model = _digits_with(tmp_path, init, 3 if init != "fc.weight" else 17, value)
     res = edgecc("build", "--model", model, "--calibration", CALIB, "--out", out)
     assert_rejected(res, out, "digits_bad.onnx", "tensor", kind, node)
+
+
+@pytest.mark.parametrize("init, value, needles", [
+    ("bn1.weight", 3e38, ("after folding constants and BatchNorm", "/conv1/Conv")),  # finite, overflows when folded
+    ("fc.weight", 1e38, ("calibration sample 0", "overflow")),                       # finite, overflows in the model
+])
+def test_finite_weights_that_overflow_float32_are_refused(edgecc, tmp_path, out, init, value, needles):
+    m = onnx.load(str(DIGITS / "model.onnx"))
+    t = next(i for i in m.graph.initializer if i.name == init)
+    t.CopyFrom(numpy_helper.from_array(np.full_like(numpy_helper.to_array(t), value), init))
+    model = tmp_path / "digits_big.onnx"
+    onnx.save(m, str(model))
+    with warnings.catch_warnings():  # a numpy RuntimeWarning would reach stderr beside the error line
+        warnings.simplefilter("error", RuntimeWarning)
+        res = edgecc("build", "--model", model, "--calibration", CALIB, "--out", out)
+    assert_rejected(res, out, "digits_big.onnx", *needles)
 
 
 def _save(path: Path, nodes, inits, shape=(1, 16)) -> Path:

@@ -26,13 +26,14 @@ _FIX = "re-export the model from a checkpoint with finite weights"
 _FIX_Q = "re-quantize or re-export the model"
 
 
-def check_finite_graph(graph: Graph, model: Any) -> None:
+def check_finite_graph(graph: Graph, model: Any, after: str = "") -> None:
     """Raise InputError unless every float constant of `graph` is finite, no node attribute is
-    NaN and every tensor's quantization (if any) is valid (see check_quant)."""
+    NaN and every tensor's quantization (if any) is valid (see check_quant). `after`: the step that
+    made the constants (finite weights can overflow float32 when folded), for the message."""
     users = _first_users(graph)
     for name, t in graph.tensors.items():
         if t.is_const and t.data is not None and np.asarray(t.data).dtype.kind in "fc":
-            _finite_array(np.asarray(t.data), _where(model, name, users), "values")
+            _finite_array(np.asarray(t.data), _where(model, name, users), "values", after)
         if t.quant is not None:
             check_quant(t.quant, t, _where(model, name, users))
     for node in graph.nodes:
@@ -71,12 +72,15 @@ def check_quant(qp: QuantParams, tensor: Tensor | None, where: str) -> None:
         raise InputError(f"{where}: zero point {int(zp)} outside {dt.name} [{info.min}, {info.max}]; {_FIX_Q}")
 
 
-def _finite_array(a: np.ndarray, where: str, what: str) -> None:
+def _finite_array(a: np.ndarray, where: str, what: str, after: str = "") -> None:
     ok = np.isfinite(a)
     if ok.all():
         return
     nan, inf = int(np.isnan(a).sum()), int((~ok).sum() - np.isnan(a).sum())
     kinds = " and ".join(k for k, n in (("NaN", nan), ("inf", inf)) if n)
+    if after:
+        raise InputError(f"{where}: {kinds} in {nan + inf} of {a.size} {what} after {after} (weights too large "
+                         "for float32); re-export the model with smaller weights")
     raise InputError(f"{where}: {kinds} in {nan + inf} of {a.size} {what}; {_FIX}")
 
 
