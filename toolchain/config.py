@@ -190,7 +190,8 @@ def _input_shapes(shapes: Any, where: str) -> dict[str, tuple[int, ...]]:
             isinstance(d, int) and not isinstance(d, bool) and 1 <= d <= MAX_DIM for d in v)
 
     if not isinstance(shapes, dict) or not all(
-            isinstance(k, str) and k and len(k) <= MAX_TEXT and ok_dims(v) for k, v in shapes.items()):
+            isinstance(k, str) and k and len(k) <= MAX_TEXT and not _CONTROL_RE.search(k) and ok_dims(v)
+            for k, v in shapes.items()):
         raise InputError(f"{where}: input_shapes must map input names to lists of positive integers (1 to "
                          f"{MAX_RANK} dimensions, each up to {MAX_DIM}), not {clip_repr(shapes)}")
     return {k: tuple(v) for k, v in shapes.items()}

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from toolchain.clip import clip_repr
+from toolchain.clip import clip_repr, clip_text
 from toolchain.config import Preprocess
 from toolchain.data_files import MAX_DATA_BYTES, MAX_IMAGES, open_image, read_data_file, shown
 from toolchain.errors import InputError
@@ -98,7 +98,7 @@ def preprocess(arr: np.ndarray, shape: tuple[int, ...], pre: Preprocess, where: 
 
 def _preprocess(arr: np.ndarray, shape: tuple[int, ...], pre: Preprocess, where: str, model_layout: str) -> np.ndarray:
     if arr.dtype.kind not in "uif":
-        raise InputError(f"{where}: data of dtype {arr.dtype} (need integers or floats)")
+        raise InputError(f"{where}: data of dtype {clip_text(str(arr.dtype), 60)} (need integers or floats)")
     if arr.size == 0:
         raise InputError(f"{where}: no samples in the data")
     x = arr.astype(np.float32)

@@ -86,7 +86,7 @@ def _header(f: IO[bytes], where: str, member_bytes: int) -> tuple[tuple[int, ...
                          f"{MAX_DATA_BYTES} bytes of data; use fewer samples")
     if expected != held:
         state = "truncated" if held < expected else "longer than its header says"
-        raise InputError(f"{where}: {state} (shape {list(shape)[:8]} of {dtype} needs {expected} bytes of data, "
+        raise InputError(f"{where}: {state} (shape {list(shape)[:8]} of {clip_text(str(dtype), 40)} needs {expected} bytes of data, "
                          f"the file holds {held}); write it again with numpy.save")
     return shape, fortran, dtype
 

@@ -216,3 +216,10 @@ def test_bad_yaml_through_the_cli(edgecc, tmp_path, out, text, needles):
     yaml = tmp_path / "bad.yaml"
     yaml.write_bytes(text)
     assert_rejected(edgecc("build", yaml, "--out", out), out, "bad.yaml", *needles)
+
+
+def test_a_structured_dtype_is_named_briefly(edgecc, tmp_path, out):
+    bad = tmp_path / "struct.npy"
+    np.save(bad, np.zeros((4,), np.dtype([(f"field_{i}", "<f4") for i in range(200)])))
+    line = assert_rejected(_build(edgecc, bad, out), out, "struct.npy", "integers or floats")
+    assert len(line) < 300, line
