@@ -32,8 +32,8 @@ SECTION_RE = re.compile(r"\.?[A-Za-z_][A-Za-z0-9_.$]*")  # fullmatch: `$` alone 
 # Sections a toolchain treats as RAM (zeroed, copied at start-up or kept over reset) or as the arena:
 # weights there would cost RAM or fail to build (GCC refuses initialised data in .bss).
 RAM_SECTION_RE = re.compile(r"^\.(bss|data|noinit|sbss|sdata|tbss|tdata|heap|stack|arena)(\.|$)")
-# Names and paths go into messages, C and the file system: no control characters (a newline splits the
-# error line, NUL is refused by every file API) and a bounded length.
+# Names (board, section, input names) go into messages, C and linker scripts: no control characters (a
+# newline would split the error line) and a bounded length. Paths may hold them: see _path.
 _CONTROL_RE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 MAX_TEXT = 200      # characters of a name (board, section, input name)
 MAX_PATH = 4096     # characters of a path (PATH_MAX on Linux)
@@ -123,8 +123,9 @@ class Config:
 def _path(value: Any, base: Path, key: str, where: str) -> Path:
     if not isinstance(value, str) or not value:
         raise InputError(f"{where}: `{key}` must be a path string, not {clip_repr(value)}")
-    if len(value) > MAX_PATH or _CONTROL_RE.search(value):
-        raise InputError(f"{where}: `{key}` must be a path of at most {MAX_PATH} characters without control "
+    # a newline is a legal (if unwise) file-name character and kept; NUL is not, and every file API refuses it
+    if len(value) > MAX_PATH or "\x00" in value:
+        raise InputError(f"{where}: `{key}` must be a path of at most {MAX_PATH} characters without NUL "
                          f"characters, not {clip_repr(value)}")
     return (base / value) if not Path(value).is_absolute() else Path(value)
 

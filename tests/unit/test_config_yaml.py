@@ -141,7 +141,7 @@ def test_a_non_regular_config_file_is_refused_without_blocking(tmp_path, kind):
     ("input_shapes: [1, 2]", ("input_shapes",)),
     ("input_shapes: {x: [1, -2]}", ("input_shapes",)),
     ('input_shapes: {"x\\ny": [1, 2]}', ("input_shapes",)),
-    ('calibration: "a\\0b.npy"', ("calibration", "control")),
+    ('calibration: "a\\0b.npy"', ("calibration", "NUL")),
     ('board: "host\\e[2J"', ("board", "\\x1b")),
     ("1: x", ("unknown key",)),
     ("null: x", ("unknown key",)),
