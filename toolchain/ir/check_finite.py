@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -129,4 +129,4 @@ def _has_nan(v: Any) -> bool:
     return False
 
 
-__all__: Iterable[str] = ("check_finite_graph", "check_given", "check_quant")
+__all__ = ["check_finite_graph", "check_given", "check_quant"]
