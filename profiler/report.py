@@ -5,11 +5,11 @@ tables. Field meanings and units: schema.json beside this file. HTML and PNG: ht
 from __future__ import annotations
 
 import csv
-import json
 from pathlib import Path
 from typing import Any
 
 from profiler import SCHEMA_VERSION
+from profiler.json_out import write_json_file
 from profiler.numerics import worst_isolated
 from profiler.parse import OpCosts
 
@@ -135,7 +135,7 @@ def weight_fields(flash: int, sections: dict[str, int], weights: dict[str, int] 
 
 
 def write_json(report: dict[str, Any], path: Path) -> None:
-    path.write_text(json.dumps(report, indent=2, sort_keys=False) + "\n", encoding="utf-8")
+    write_json_file(report, path)  # strict JSON: a NaN / inf becomes null
 
 
 CSV_FIELDS = ("index", "name", "op_type", "kernel", "output_shape", "macs", "weight_bytes", "act_read_bytes",

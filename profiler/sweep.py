@@ -7,10 +7,10 @@ be built, e.g. the model does not fit) > 1 (mismatch or gate) > 0. Not here: run
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
+from profiler.json_out import write_json_file
 from profiler.report import squeeze
 
 SUMMARY_VERSION = "1.0"
@@ -51,7 +51,7 @@ def summary(model: str, entries: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def write_summary(doc: dict[str, Any], path: Path) -> None:
-    path.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
+    write_json_file(doc, path)  # strict JSON: a NaN / inf becomes null
 
 
 def _f(v: Any, digits: int = 0) -> str:

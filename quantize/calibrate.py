@@ -7,9 +7,20 @@ from collections.abc import Mapping
 import numpy as np
 
 from quantize.observers import METHODS, Observer
+from toolchain.clip import clip_text
+from toolchain.errors import InputError
 from toolchain.interpret import interpret
 from toolchain.ir import Graph
 from toolchain.progress import step
+
+
+def _finite_activation(graph: Graph, name: str, val: np.ndarray, sample: int) -> None:
+    """InputError when a calibration activation is NaN / inf: finite data and weights can still
+    overflow float32 in the model (a range of inf would make every scale after it meaningless)."""
+    if np.issubdtype(np.asarray(val).dtype, np.floating) and not np.isfinite(val).all():
+        model = clip_text(str(graph.meta.get("source", graph.name)), 200)
+        raise InputError(f"{model}: tensor {clip_text(name, 60)!r}: NaN or inf values on calibration sample {sample} "
+                         "(float32 overflow); check the data's preprocess scale, or the model's weights")
 
 
 def observe_ranges(graph: Graph, calibration: Mapping[str, np.ndarray], method: str = "mse") -> dict[str, tuple[float, float]]:
@@ -30,6 +41,7 @@ def observe_ranges(graph: Graph, calibration: Mapping[str, np.ndarray], method: 
             env = interpret(graph, {k: v[i] for k, v in calibration.items()}, keep_all=True)
             for name, val in env.items():
                 if not graph.t(name).is_const:
+                    _finite_activation(graph, name, val, i)
                     observers.setdefault(name, Observer(seed=len(observers))).update(val)
             advance(1)
     return {k: (o.minmax() if method == "minmax" or k in graph.inputs else o.mse()) for k, o in observers.items()}

@@ -216,7 +216,11 @@ def _job(args: argparse.Namespace) -> int:
         # nothing else prints while the bars are live but one-line notes (none under --quiet)
         with progress.shown(progress.wanted(args.quiet)), progress.notes_shown(not args.quiet):
             job = _one if len(targets) == 1 else _sweep
-            code, show = job(args, cfg, targets, tmp, out)
+            try:
+                code, show = job(args, cfg, targets, tmp, out)
+            except OSError as e:  # a full disk, quota or read-only file system while writing: exit 2, one line
+                from toolchain.write_errors import write_error
+                raise write_error(e, tmp, out) from None
     except BaseException as e:  # bad input, a bug, an interrupt: leave no trace, not even the parents made for tmp
         if debugging() and not isinstance(e, InputError | KeyboardInterrupt):
             print(f"edgecc: EDGECC_DEBUG: the generated files are kept in {tmp}", file=sys.stderr)

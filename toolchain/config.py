@@ -9,9 +9,9 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from toolchain.clip import clip_repr, clip_text
 from toolchain.errors import InputError
+from toolchain.yaml_safe import read_yaml
 
 PREPROCESS_KEYS = {"cast", "resize", "scale", "mean", "std", "channel_order", "layout"}
 # The flag that sets each key from the command line (errors blame the flag, not the YAML).
@@ -28,17 +28,24 @@ _FLOATS = {"min_top1_agreement": (0.0, 1.0), "min_sqnr_db": (-math.inf, math.inf
 _BOOLS = ("profile", "debug_guards")
 # weights_section is pasted into C (__attribute__((section(...)))) and the linker script: a plain
 # section name only, no quotes, spaces or escapes.
-SECTION_RE = re.compile(r"^\.?[A-Za-z_][A-Za-z0-9_.$]*$")
+SECTION_RE = re.compile(r"\.?[A-Za-z_][A-Za-z0-9_.$]*")  # fullmatch: `$` alone would let a final newline through
 # Sections a toolchain treats as RAM (zeroed, copied at start-up or kept over reset) or as the arena:
 # weights there would cost RAM or fail to build (GCC refuses initialised data in .bss).
 RAM_SECTION_RE = re.compile(r"^\.(bss|data|noinit|sbss|sdata|tbss|tdata|heap|stack|arena)(\.|$)")
+# Names (board, section, input names) go into messages, C and linker scripts: no control characters (a
+# newline would split the error line) and a bounded length. Paths may hold them: see _path.
+_CONTROL_RE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+MAX_TEXT = 200      # characters of a name (board, section, input name)
+MAX_PATH = 4096     # characters of a path (PATH_MAX on Linux)
+MAX_DIM = 1 << 16   # one dimension of an input_shapes entry
+MAX_RANK = 8        # dimensions of an input_shapes entry
 
 
 def _checked(key: str, value: Any, where: str) -> Any:
     """`value` of config key `key` if it has the key's type and range, else InputError naming
     `where` (the YAML file or the flag), the key, the value and what is expected."""
     def bad(expected: str) -> InputError:
-        return InputError(f"{where}: `{key}` must be {expected}, not {value!r}")
+        return InputError(f"{where}: `{key}` must be {expected}, not {clip_repr(value)}")
 
     if key in _BOOLS:
         if not isinstance(value, bool):
@@ -59,11 +66,13 @@ def _checked(key: str, value: Any, where: str) -> Any:
     if key in _CHOICES:
         allowed = _CHOICES[key]
         if not isinstance(value, str) or value not in allowed:
-            raise InputError(f"{where}: {key} must be {' or '.join(allowed)}, not {value!r}")
+            raise InputError(f"{where}: {key} must be {' or '.join(allowed)}, not {clip_repr(value)}")
         return value
     if not isinstance(value, str) or not value.strip():
         raise bad("a non-empty string")
-    if key == "weights_section" and not SECTION_RE.match(value):
+    if len(value) > MAX_TEXT or _CONTROL_RE.search(value):
+        raise bad(f"a name of at most {MAX_TEXT} characters without control characters")
+    if key == "weights_section" and not SECTION_RE.fullmatch(value):
         raise bad("a linker section name such as .weights (letters, digits, _ . $)")
     if key == "weights_section" and RAM_SECTION_RE.match(value):
         raise bad("a read-only (flash) section such as .weights or .rodata.weights, not a RAM section")
@@ -113,51 +122,80 @@ class Config:
 
 def _path(value: Any, base: Path, key: str, where: str) -> Path:
     if not isinstance(value, str) or not value:
-        raise InputError(f"{where}: `{key}` must be a path string")
+        raise InputError(f"{where}: `{key}` must be a path string, not {clip_repr(value)}")
+    # a newline is a legal (if unwise) file-name character and kept; NUL is not, and every file API refuses it
+    if len(value) > MAX_PATH or "\x00" in value:
+        raise InputError(f"{where}: `{key}` must be a path of at most {MAX_PATH} characters without NUL "
+                         f"characters, not {clip_repr(value)}")
     return (base / value) if not Path(value).is_absolute() else Path(value)
+
+
+def _numbers(key: str, raw: Any, positive: bool) -> tuple[float, ...]:
+    """preprocess mean/std: one finite number or a non-empty list of them (std: > 0), else ValueError."""
+    vals = raw if isinstance(raw, list) else [raw]
+    if not vals or len(vals) > MAX_DIM or any(isinstance(v, bool) or not isinstance(v, int | float) for v in vals) \
+            or not all(math.isfinite(v) for v in vals) or (positive and any(v <= 0 for v in vals)):
+        what = "positive" if positive else "finite"
+        raise ValueError(f"{key} must be a {what} number or a list of them (one per channel), not {clip_repr(raw)}")
+    return tuple(float(v) for v in vals)
+
+
+def _choice(key: str, raw: Any, allowed: tuple[str, ...]) -> str:
+    """preprocess channel_order / layout: one of `allowed` (any case), else ValueError."""
+    if not isinstance(raw, str) or raw.upper() not in allowed:
+        raise ValueError(f"{key} must be {' or '.join(allowed)}, not {clip_repr(raw)}")
+    return raw.upper()
 
 
 def _preprocess(raw: Any, where: str) -> Preprocess:
     if raw is None:
         return Preprocess()
     if not isinstance(raw, dict) or set(raw) - PREPROCESS_KEYS:
-        bad = sorted(set(raw) - PREPROCESS_KEYS) if isinstance(raw, dict) else raw
-        raise InputError(f"{where}: unknown preprocess key(s) {bad}; allowed: {sorted(PREPROCESS_KEYS)}")
+        bad = sorted(map(str, set(raw) - PREPROCESS_KEYS)) if isinstance(raw, dict) else raw
+        raise InputError(f"{where}: preprocess: unknown key(s) {clip_repr(bad)}; allowed: {sorted(PREPROCESS_KEYS)}")
     p = Preprocess()
     try:
         kw: dict[str, Any] = {}
         if "cast" in raw:
             if raw["cast"] != "float32":
-                raise ValueError("cast must be float32")
+                raise ValueError(f"cast must be float32, not {clip_repr(raw['cast'])}")
             kw["cast"] = "float32"
         if raw.get("resize") is not None:
             r = raw["resize"]
-            if not isinstance(r, list) or len(r) != 2 or any(isinstance(v, bool) or not isinstance(v, int) or v < 1
-                                                            for v in r):
-                raise ValueError(f"resize must be [height, width] of positive integers, not {r!r}")
+            if not isinstance(r, list) or len(r) != 2 or any(isinstance(v, bool) or not isinstance(v, int)
+                                                            or not 1 <= v <= MAX_DIM for v in r):
+                raise ValueError(f"resize must be [height, width] of positive integers up to {MAX_DIM}, "
+                                 f"not {clip_repr(r)}")
             kw["resize"] = tuple(r)
         if "scale" in raw:
             v = raw["scale"]
             if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) or v == 0:
-                raise ValueError(f"scale must be a finite non-zero number, not {v!r}")
+                raise ValueError(f"scale must be a finite non-zero number, not {clip_repr(v)}")
             kw["scale"] = float(v)
         for k in ("mean", "std"):
             if k in raw:
-                v = raw[k]
-                kw[k] = tuple(float(x) for x in (v if isinstance(v, list) else [v]))
-        if "std" in kw and any(s == 0 or not math.isfinite(s) for s in kw["std"]):
-            raise ValueError("std must be non-zero")
+                kw[k] = _numbers(k, raw[k], positive=k == "std")
         if "channel_order" in raw:
-            kw["channel_order"] = str(raw["channel_order"]).upper()
-            if kw["channel_order"] not in ("RGB", "BGR"):
-                raise ValueError("channel_order must be RGB or BGR")
+            kw["channel_order"] = _choice("channel_order", raw["channel_order"], ("RGB", "BGR"))
         if "layout" in raw:
-            kw["layout"] = str(raw["layout"]).upper()
-            if kw["layout"] not in ("NHWC", "NCHW"):
-                raise ValueError("layout must be NHWC or NCHW")
-    except (TypeError, ValueError) as e:
-        raise InputError(f"{where}: bad preprocess block: {e}") from None
+            kw["layout"] = _choice("layout", raw["layout"], ("NHWC", "NCHW"))
+    except ValueError as e:
+        raise InputError(f"{where}: preprocess: {e}") from None
     return replace(p, **kw)
+
+
+def _input_shapes(shapes: Any, where: str) -> dict[str, tuple[int, ...]]:
+    """input_shapes: {input name: [positive ints]} (bounded name length, rank and dimensions)."""
+    def ok_dims(v: Any) -> bool:
+        return isinstance(v, list) and 1 <= len(v) <= MAX_RANK and all(
+            isinstance(d, int) and not isinstance(d, bool) and 1 <= d <= MAX_DIM for d in v)
+
+    if not isinstance(shapes, dict) or not all(
+            isinstance(k, str) and k and len(k) <= MAX_TEXT and not _CONTROL_RE.search(k) and ok_dims(v)
+            for k, v in shapes.items()):
+        raise InputError(f"{where}: input_shapes must map input names to lists of positive integers (1 to "
+                         f"{MAX_RANK} dimensions, each up to {MAX_DIM}), not {clip_repr(shapes)}")
+    return {k: tuple(v) for k, v in shapes.items()}
 
 
 def load_config(path: Path | None, overrides: dict[str, Any]) -> Config:
@@ -170,20 +208,18 @@ def load_config(path: Path | None, overrides: dict[str, Any]) -> Config:
     base = Path.cwd()
     where = "command line"
     if path is not None:
-        where = str(path)
-        if not path.is_file():
-            raise InputError(f"{path}: no such config file")
-        try:
-            raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-        except yaml.YAMLError as e:
-            raise InputError(f"{path}: not valid YAML ({str(e).splitlines()[0]})") from None
+        where = clip_text(str(path), 200)
+        raw = read_yaml(path)  # bounded, UTF-8, no alias bombs, no duplicate keys (InputError)
+        if raw is None:
+            raw = {}
         if not isinstance(raw, dict):
-            raise InputError(f"{path}: expected a mapping of keys at the top level")
+            raise InputError(f"{where}: expected a mapping of keys at the top level, not {clip_repr(raw)}")
         base = path.parent
     known = {f.name for f in fields(Config)} - {"source"}
-    unknown = sorted(set(raw) - known)
+    unknown = sorted(clip_repr(k, 40) if not isinstance(k, str) else clip_text(k, 40) for k in raw if k not in known)
     if unknown:
-        raise InputError(f"{where}: unknown key(s) {unknown}; allowed: {sorted(known)}")
+        raise InputError(f"{where}: unknown key(s) {clip_text(', '.join(unknown), 60)}; "
+                         f"allowed: {', '.join(sorted(known))}")
     kw: dict[str, Any] = {"source": path}
     for key in ("model", "calibration", "verify", "out"):
         if raw.get(key) is not None:
@@ -192,14 +228,8 @@ def load_config(path: Path | None, overrides: dict[str, Any]) -> Config:
         if raw.get(key) is not None and overrides.get(key) is None:  # null: the default; a flag wins
             kw[key] = _checked(key, raw[key], where)
     kw["preprocess"] = _preprocess(raw.get("preprocess"), where)
-    if raw.get("input_shapes"):
-        shapes = raw["input_shapes"]
-        if not isinstance(shapes, dict) or not all(
-                isinstance(v, list) and all(isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in v)
-                for v in shapes.values()):
-            raise InputError(f"{where}: input_shapes must map input names to lists of positive integers, "
-                             f"not {shapes!r}")
-        kw["input_shapes"] = {str(k): tuple(v) for k, v in shapes.items()}
+    if raw.get("input_shapes") is not None:
+        kw["input_shapes"] = _input_shapes(raw["input_shapes"], where)
     for key, value in overrides.items():
         if value is None:
             continue

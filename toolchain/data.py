@@ -18,7 +18,9 @@ from pathlib import Path
 
 import numpy as np
 
+from toolchain.clip import clip_repr, clip_text
 from toolchain.config import Preprocess
+from toolchain.data_files import MAX_DATA_BYTES, MAX_IMAGES, open_image, read_data_file, shown
 from toolchain.errors import InputError
 from toolchain.ir import Graph
 
@@ -33,52 +35,54 @@ def _read_images(folder: Path, pre: Preprocess, channels: int = 3) -> np.ndarray
     from PIL import Image
 
     if channels not in IMAGE_MODES:
-        raise InputError(f"{folder}: an image folder feeds inputs of 1 (grayscale) or 3 (RGB) channels, the model "
-                         f"input has {channels}; pass a .npy/.npz instead")
-
-    files = sorted(p for p in folder.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES)
+        raise InputError(f"{shown(folder)}: an image folder feeds inputs of 1 (grayscale) or 3 (RGB) channels, the "
+                         f"model input has {channels}; pass a .npy/.npz instead")
+    try:
+        files = sorted(p for p in folder.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES)
+    except OSError as e:
+        raise InputError(f"{shown(folder)}: cannot list the image folder ({e.strerror or e})") from None
     if not files:
-        raise InputError(f"{folder}: no images ({', '.join(sorted(IMAGE_SUFFIXES))}) in this folder")
-    imgs = []
+        raise InputError(f"{shown(folder)}: no images ({', '.join(sorted(IMAGE_SUFFIXES))}) in this folder")
+    if len(files) > MAX_IMAGES:
+        raise InputError(f"{shown(folder)}: {len(files)} images, more than {MAX_IMAGES}; use fewer samples")
+    imgs, total = [], 0
     for f in files:
-        try:
-            img = Image.open(f).convert(IMAGE_MODES[channels])
-        except OSError as e:
-            raise InputError(f"{f}: cannot decode image ({e})") from None
+        img = open_image(f, IMAGE_MODES[channels])  # regular files only; InputError naming the file
         if pre.resize:
             img = img.resize((pre.resize[1], pre.resize[0]), Image.Resampling.BILINEAR)
         imgs.append(np.asarray(img, np.uint8))
+        total += imgs[-1].nbytes
+        if total > MAX_DATA_BYTES:
+            raise InputError(f"{shown(folder)}: the images hold more than {MAX_DATA_BYTES} bytes; use fewer samples")
     if len({i.shape for i in imgs}) != 1:
-        raise InputError(f"{folder}: images differ in size; set preprocess.resize: [H, W]")
+        raise InputError(f"{shown(folder)}: images differ in size; set preprocess.resize: [H, W]")
     x = np.stack(imgs)
     return x[..., None] if channels == 1 else x  # [S, H, W, C] NHWC
 
 
 def read_arrays(path: Path, names: tuple[str, ...], pre: Preprocess, channels: int = 3) -> dict[str, np.ndarray]:
     """Raw arrays per graph input from a DATA path (no preprocessing yet); an image folder is
-    decoded to `channels` channels."""
+    decoded to `channels` channels. Raises InputError naming the file for a missing, non-regular,
+    empty, oversized or corrupt file (see toolchain.data_files) or arrays that do not match the inputs."""
     if not path.exists():
-        raise InputError(f"{path}: no such data file or folder")
+        raise InputError(f"{shown(path)}: no such data file or folder")
     if path.is_dir():
         if len(names) != 1:
-            raise InputError(f"{path}: an image folder can feed only a single-input model")
+            raise InputError(f"{shown(path)}: an image folder can feed only a single-input model")
         return {names[0]: _read_images(path, pre, channels)}
-    try:
-        loaded = np.load(path, allow_pickle=False)
-    except (OSError, ValueError) as e:
-        raise InputError(f"{path}: not a .npy/.npz file ({e})") from None
+    loaded = read_data_file(path)
     if isinstance(loaded, np.ndarray):
         if len(names) != 1:
-            raise InputError(f"{path}: the model has {len(names)} inputs; use a .npz keyed by input name")
+            raise InputError(f"{shown(path)}: the model has {len(names)} inputs; use a .npz keyed by input name")
         return {names[0]: loaded}
-    with loaded:
-        keys = list(loaded.keys())
-        if len(names) == 1 and len(keys) == 1:
-            return {names[0]: loaded[keys[0]]}
-        missing = [n for n in names if n not in keys]
-        if missing:
-            raise InputError(f"{path}: no array for input(s) {missing}; the .npz has {keys}")
-        return {n: loaded[n] for n in names}
+    keys = list(loaded)
+    if len(names) == 1 and len(keys) == 1:
+        return {names[0]: loaded[keys[0]]}
+    missing = [n for n in names if n not in keys]
+    if missing:
+        raise InputError(f"{shown(path)}: no array for input(s) {clip_repr(missing, 60)}; the .npz has "
+                         f"{clip_repr(keys, 60)}")
+    return {n: loaded[n] for n in names}
 
 
 def preprocess(arr: np.ndarray, shape: tuple[int, ...], pre: Preprocess, where: str,
@@ -86,8 +90,15 @@ def preprocess(arr: np.ndarray, shape: tuple[int, ...], pre: Preprocess, where: 
     """One input's raw data -> float32 [S, *shape] in the model's layout (NCHW for ONNX, NHWC for
     TFLite 4-D inputs); InputError on mismatch. A model batch axis N > 1 (`batch: N`) takes the
     samples N at a time (a last partial group is dropped)."""
+    # overflow (float64 data past float32, a huge scale) becomes inf, refused below in one line: no
+    # RuntimeWarning on stderr beside it
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        return _preprocess(arr, shape, pre, where, model_layout)
+
+
+def _preprocess(arr: np.ndarray, shape: tuple[int, ...], pre: Preprocess, where: str, model_layout: str) -> np.ndarray:
     if arr.dtype.kind not in "uif":
-        raise InputError(f"{where}: data of dtype {arr.dtype} (need integers or floats)")
+        raise InputError(f"{where}: data of dtype {clip_text(str(arr.dtype), 60)} (need integers or floats)")
     if arr.size == 0:
         raise InputError(f"{where}: no samples in the data")
     x = arr.astype(np.float32)
@@ -106,6 +117,8 @@ def preprocess(arr: np.ndarray, shape: tuple[int, ...], pre: Preprocess, where: 
         x = x[None]
     if x.ndim != rank + 1:
         raise InputError(f"{where}: data of shape {list(arr.shape)} does not fit input shape {list(shape)}")
+    if len(x) == 0:  # e.g. 3 samples for a model batch of 8
+        raise InputError(f"{where}: no complete sample: data of shape {list(arr.shape)} for input shape {list(shape)}")
     layout = pre.layout or "NHWC"  # None: not set by the user, NHWC unless only the model's own layout fits
     as_is = rank == 4 and pre.layout is None and layout != model_layout and tuple(x.shape[1:]) == tuple(shape) \
         and tuple(x.shape[1:]) != _from_nhwc(tuple(x.shape[1:]), model_layout)  # already in the model's layout
@@ -127,6 +140,9 @@ def preprocess(arr: np.ndarray, shape: tuple[int, ...], pre: Preprocess, where: 
     if tuple(x.shape[1:]) != tuple(shape):
         raise InputError(f"{where}: samples have shape {list(x.shape[1:])} after preprocessing, "
                          f"model input expects {list(shape)} (check preprocess.layout / --layout / resize)")
+    if not np.isfinite(x).all():  # finite data times a large scale, or over a tiny std, can overflow float32
+        raise InputError(f"{where}: the data overflow float32 after preprocess scale / mean / std (inf values); "
+                         "check the preprocess block")
     return np.ascontiguousarray(x, np.float32)
 
 
@@ -147,7 +163,7 @@ def load_data(path: Path, graph: Graph, pre: Preprocess, quantized: Graph | None
     raw = read_arrays(path, graph.inputs, pre, _channels(graph.t(graph.inputs[0]).shape, layout))
     out = {}
     for n, a in raw.items():
-        where = f"{path} (input {n!r})"
+        where = f"{shown(path)} (input {clip_repr(n, 60)})"
         qp = _int8_input_qparams(quantized, n) if a.dtype == np.int8 else None
         if qp is None:
             out[n] = preprocess(a, graph.t(n).shape, pre, where, layout)
@@ -158,7 +174,7 @@ def load_data(path: Path, graph: Graph, pre: Preprocess, quantized: Graph | None
         real = (a.astype(np.float64) - qp.zp) * qp.s  # exact: quantize_inputs rounds it back to `a`
         out[n] = preprocess(real, graph.t(n).shape, pre, where, layout)
     if len({len(v) for v in out.values()}) != 1:
-        raise InputError(f"{path}: inputs have different sample counts")
+        raise InputError(f"{shown(path)}: inputs have different sample counts")
     return out
 
 

@@ -31,6 +31,7 @@ from toolchain.frontend.onnx_canonical import canonical_onnx
 from toolchain.frontend.onnx_qdq import is_quantized_onnx, load_qdq
 from toolchain.frontend.tflite import load_tflite
 from toolchain.ir import Graph
+from toolchain.ir.check_finite import check_finite_graph, check_given
 from toolchain.lower import lowering_target, scratch_sizes, select_kernels
 from toolchain.memory import GUARD_BYTES, MemoryPlan, inplace_inputs, plan_memory
 from toolchain.ops.fixed_point import graph_rounding, rounding_mode
@@ -78,25 +79,42 @@ class Imported:
 
 
 def import_model(cfg: Config) -> Imported:
-    """Steps 1-3 of compile_model: the model file -> float IR -> int8 IR (no board involved)."""
+    """Steps 1-3 of compile_model: the model file -> float IR -> int8 IR (no board involved).
+
+    Raises InputError / UnsupportedModel for a bad model or data, among them non-finite numbers:
+    constants as loaded, after folding, activations while calibrating, and the int8 graph's scales.
+    """
+    # NaN / inf (or finite weights that overflow float32 once folded) make numpy warn on stderr in the
+    # frontends, passes and calibration before a check refuses them in one line: no warnings beside it
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
+        return _import_model(cfg)
+
+
+def _import_model(cfg: Config) -> Imported:
     t0 = time.monotonic()
     if Path(cfg.model).suffix.lower() == ".tflite":
         batched_input_shapes(cfg.model, cfg.input_shapes, cfg.batch)  # batch > 1: not for .tflite (yet)
         qgraph = load_tflite(cfg.model)                               # int8 .tflite: keep the file's own quantization
+        check_finite_graph(qgraph, cfg.model)                         # finite constants, scales > 0, zero points in range
         graph, n_calib = dequantize_graph(qgraph), 0                  # its float twin (dequantized weights) as reference
     elif is_quantized_onnx(cfg.model):
         shapes = batched_input_shapes(cfg.model, cfg.input_shapes, cfg.batch)  # `batch: N`: N inferences per run
         qdq = load_qdq(cfg.model, shapes)                             # QDQ / QLinear ONNX -> float core + the model's scales
+        check_finite_graph(qdq.graph, cfg.model)                      # finite weights before passes fold them
+        check_given(qdq.given, qdq.given_consts, qdq.graph, cfg.model)  # and the model's own scales / zero points
         show_notes(canonical_onnx(cfg.model, shapes).notes)           # what canonicalisation changed (one line each)
         graph = run_passes(qdq.graph)                                 # the same float passes
+        check_finite_graph(graph, cfg.model, after="folding constants and BatchNorm")
         calib = load_data(cfg.calibration, graph, cfg.preprocess) if cfg.calibration else None  # optional
         qgraph = quantize(graph, calib, cfg.calibration_method, given=qdq.given, given_consts=qdq.given_consts)
         n_calib = qgraph.meta["calibration_samples"]                  # ^ the model's quantization kept, weights bit for bit
     else:
         shapes = batched_input_shapes(cfg.model, cfg.input_shapes, cfg.batch)  # `batch: N`: N inferences per run
         graph = load_onnx(cfg.model, shapes)                          # ONNX -> IR, NHWC activations
+        check_finite_graph(graph, cfg.model)                          # NaN / inf weights: refused, not a "PASS"
         show_notes(canonical_onnx(cfg.model, shapes).notes)           # what canonicalisation changed (one line each)
         graph = run_passes(graph)                                     # fold constants/BatchNorm, fuse Relu/Clip, drop no-op transposes
+        check_finite_graph(graph, cfg.model, after="folding constants and BatchNorm")  # large weights can overflow
         calib_path = cfg.calibration or cfg.verify
         if calib_path is None:
             raise InputError(f"{cfg.source or 'command line'}: a float model needs calibration data; pass --calibration DATA")
@@ -106,6 +124,7 @@ def import_model(cfg: Config) -> Imported:
     if not qgraph.nodes:  # e.g. x -> Identity -> y: the library would be a copy loop, the harness nothing to time
         raise InputError(f"{cfg.model}: the model computes nothing (no operation is left once Identity / Dropout "
                          "and constants are removed); nothing to compile")
+    check_finite_graph(qgraph, cfg.model)                             # the int8 graph's scales and constants, whatever made them
     qgraph = replace(qgraph, meta={**qgraph.meta, "rounding": cfg.rounding})  # read by interpreter, lowering, codegen
     return Imported(graph, qgraph, n_calib, time.monotonic() - t0)
 
