@@ -16,7 +16,8 @@ import numpy as np
 import onnx
 from onnx import helper
 
-from toolchain.errors import UnsupportedModel
+from toolchain.errors import InputError, UnsupportedModel
+from toolchain.frontend.onnx_validate import invalid
 from toolchain.frontend.unsupported import UNKNOWN_OP, NodeUnsupported, Problem, node_label
 from toolchain.ir import DType, Graph, Node, Tensor
 from toolchain.ir.graph import fresh_name
@@ -104,6 +105,26 @@ class Builder:
         """An error naming the file, the node and its op; the caller raises it."""
         return NodeUnsupported(self.path, Problem(self.label(self.node), self.op_type, what))
 
+    def invalid(self, what: str, todo: str = "fix the node's attributes (see the ONNX operator spec)") -> InputError:
+        """A one-line InputError for the current node breaking the ONNX operator spec (not merely
+        unsupported): `FILE: node NAME (OP): WHAT; TODO`. The caller raises it; it stops the import."""
+        return invalid(self.path, f"node {self.label(self.node)} ({self.op_type})", what, todo)
+
+    def axis(self, value: Any, rank: int, what: str = "axis") -> int:
+        """An axis attribute or input value in [-rank, rank) (ONNX operator spec), as 0..rank-1.
+
+        Raises InputError (self.invalid) outside that range or when it is not an integer."""
+        if isinstance(value, bool) or not isinstance(value, int | np.integer) or not -rank <= value < rank:
+            raise self.invalid(f"{what} {value!r} out of range for rank {rank} (ONNX: [-{rank}, {rank - 1}])")
+        return int(value) % rank
+
+    def axes(self, values: Any, rank: int, what: str = "axes") -> list[int]:
+        """Several axes (self.axis each), none repeated (ONNX operator spec), as 0..rank-1."""
+        out = [self.axis(v, rank, what) for v in values]
+        if len(set(out)) != len(out):
+            raise self.invalid(f"{what} {[int(v) for v in values]} repeat an axis")
+        return out
+
     def convert(self, node: Any, fn: Callable[..., Any] | None, after: Callable[[int], None] | None = None) -> bool:
         """Run one converter on one ONNX node, mapping inputs positionally and attributes by name
         (then `after(index of its first IR node)`). An unsupported node does not stop the
@@ -145,10 +166,13 @@ class Builder:
         """List in self.errors every node whose op has no converter or whose attributes / inputs its
         converter cannot take; convert() then skips them. Static (no shapes), so these are found even
         behind an unsupported node whose outputs are unknown. True when some op has no converter.
+        The converters are those of the default ONNX domain: a node of another domain (onnxruntime's
+        com.microsoft, ai.onnx.ml) is unsupported whatever its op_type.
         Also indexes the nodes (for `#INDEX` labels) unless the caller set self.index already."""
         self.index = self.index or {tuple(n.output): i for i, n in enumerate(nodes)}
-        missing = [n for n in nodes if n.op_type not in converters]
-        self.errors += [Problem(self.label(n), n.op_type, UNKNOWN_OP) for n in missing]
+        missing = [n for n in nodes if n.op_type not in converters or n.domain not in ("", "ai.onnx")]
+        self.errors += [Problem(self.label(n), n.op_type, UNKNOWN_OP if n.domain in ("", "ai.onnx") else
+                                f"op of domain {n.domain!r} (standard ONNX operators only)") for n in missing]
         for n in nodes:
             if n.op_type in converters and (e := signature_error(n, converters[n.op_type])):
                 self.errors.append(Problem(self.label(n), n.op_type, e))

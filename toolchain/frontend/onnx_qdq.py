@@ -101,12 +101,13 @@ _pool_override("GlobalAveragePool")
 
 
 def is_quantized_onnx(path: str | Path) -> bool:
-    """True for a readable ONNX file with QuantizeLinear/DequantizeLinear/QLinear*/*Integer nodes."""
+    """True for a readable, valid ONNX file with QuantizeLinear/DequantizeLinear/QLinear*/*Integer nodes
+    of the default domain (an invalid file is False: load_onnx then reports it)."""
     try:
         model = read_onnx(path)  # cached: the frontend reads the same file next
     except InputError:  # not ONNX: load_onnx reports it
         return False
-    return any(n.op_type in QDQ_OPS for n in model.graph.node)
+    return any(n.op_type in QDQ_OPS and n.domain in ("", "ai.onnx") for n in model.graph.node)
 
 
 def _map_consts(b: QdqBuilder, node: Any, s: Stripped, first: int) -> None:

@@ -174,7 +174,8 @@ class Stripper:
                 continue
             emitted = len(self.s.nodes)
             try:
-                getattr(self, f"on_{node.op_type}", self.on_float)(node)
+                standard = node.domain in ("", "ai.onnx")  # other domains: on_float refuses them
+                getattr(self, f"on_{node.op_type}" if standard else "on_float", self.on_float)(node)
             except Skip as e:
                 self.s.errors.append(Problem(node_label(node.name, index), node.op_type, str(e)))
                 self.failed.update(node.output)
