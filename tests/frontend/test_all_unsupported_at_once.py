@@ -40,22 +40,23 @@ def _groups(msg: str, path: Path, n: int, types: str) -> list[str]:
 
 
 def test_float_onnx_lists_unknown_ops_attribute_values_and_shape_constraints(tmp_path: Path) -> None:
-    # x -> Erf -> DepthToSpace(mode XYZ, behind the unknown op) ; x -> Conv(group 3 on 4 channels)
-    # -> AveragePool(dilations 2) ; x -> Cos ; x -> Relu (fine)
+    # x -> Erf -> DepthToSpace(mode XYZ, behind the unknown op) ; x -> ConvTranspose(group 2: valid
+    # ONNX, unsupported) -> AveragePool(dilations 2) ; x -> Cos ; x -> Relu (fine). An invalid group
+    # (C != group * W.shape[1]) is refused alone in one line: tests/frontend/test_onnx_validate.py
     nodes = [helper.make_node("Erf", ["x"], ["e"], name="erf_1"),
              helper.make_node("DepthToSpace", ["e"], ["s"], name="d2s_xyz", blocksize=2, mode="XYZ"),
-             helper.make_node("Conv", ["x", "w"], ["c"], name="conv_g3", group=3),
+             helper.make_node("ConvTranspose", ["x", "w"], ["c"], name="convt_g2", group=2),
              helper.make_node("AveragePool", ["c"], ["p"], name="pool_dil", kernel_shape=[2, 2], dilations=[2, 2]),
              helper.make_node("Cos", ["x"], ["k"], name="cos_2"),
              helper.make_node("Relu", ["x"], ["r"], name="relu_fine")]
     path = _float_model(tmp_path / "m.onnx", nodes, (1, 4, 6, 6), ["s", "p", "k", "r"],
-                        {"w": np.ones((6, 1, 1, 1))})
+                        {"w": np.ones((4, 3, 1, 1))})
     with pytest.raises(UnsupportedModel) as e:
         load_onnx(path)
     groups = _groups(str(e.value), path, 5,
-                     "5 op type(s): AveragePool (1), Conv (1), Cos (1), DepthToSpace (1), Erf (1)")
+                     "5 op type(s): AveragePool (1), ConvTranspose (1), Cos (1), DepthToSpace (1), Erf (1)")
     assert groups == ["  AveragePool x1 (dilated AveragePool): pool_dil",
-                      "  Conv x1 (group 3 does not divide 4 input / 6 output channels): conv_g3",
+                      "  ConvTranspose x1 (ConvTranspose group 2 (group 1 only)): convt_g2",
                       "  Cos x1 (unknown op): cos_2",
                       "  DepthToSpace x1 (DepthToSpace mode 'XYZ' (DCR or CRD)): d2s_xyz",
                       "  Erf x1 (unknown op): erf_1"]

@@ -94,12 +94,13 @@ def div(b: Builder, A, B):
 @converter("Concat")
 def concat(b: Builder, *inputs, axis=None):
     if axis is None:
-        raise b.unsupported("Concat without axis")
+        raise b.invalid("no axis (required by the ONNX spec)")
     if all(b.is_const(n) for n in inputs):
+        b.axis(axis, b.const(inputs[0], "input").ndim)
         b.consts[b.node.output[0]] = np.concatenate([b.const(n, "input") for n in inputs], axis=axis)
         return
     rank = next(len(b.onnx_shape(n)) for n in inputs if not b.is_const(n))
-    ax = axis % rank
+    ax = b.axis(axis, rank)
     xs, nhwc = _operands(b, list(inputs))
     if nhwc and rank != 4:
         nhwc = False
@@ -113,7 +114,7 @@ def pad(b: Builder, data, pads=None, constant_value=None, axes=None, *, mode="co
         raise b.unsupported(f"Pad mode {mode!r} (constant only)")
     shape = b.onnx_shape(data)
     p = [int(v) for v in (b.const(pads, "pads") if isinstance(pads, str) else pads or [])]
-    ax = [int(a) % len(shape) for a in b.const(axes, "axes")] if axes else list(range(len(shape)))
+    ax = b.axes([int(a) for a in b.const(axes, "axes").reshape(-1)], len(shape)) if axes else list(range(len(shape)))
     if len(p) != 2 * len(ax):
         raise b.unsupported(f"pads {p} for axes {ax}")
     if any(v < 0 for v in p):
@@ -175,7 +176,7 @@ def resize(b: Builder, X, roi=None, scales=None, sizes=None, *, mode="nearest", 
                             f"nearest_mode {nearest_mode!r}")
     if coordinate_transformation_mode == "tf_half_pixel_for_nn" and mode != "nearest":
         raise b.unsupported("tf_half_pixel_for_nn with linear mode")
-    full = list(axes) if axes else list(range(4))
+    full = b.axes(list(axes), 4) if axes else list(range(4))
     if sizes and b.const(sizes, "sizes").size:
         out = [int(v) for v in b.const(sizes, "sizes")]
         full_out = list(shape)

@@ -82,8 +82,7 @@ def slice_(b: Builder, data, starts, ends, axes=None, steps=None):
 def split(b: Builder, input, split_input=None, *, axis=0, split=None, num_outputs=None):  # noqa: A002
     shape = b.onnx_shape(input)
     r = len(shape)
-    if not -r <= axis < r:
-        raise b.unsupported(f"axis {axis} for rank {r}")
+    b.axis(axis, r)
     ax, n_out = axis % r, len(b.node.output)
     d = shape[ax]
     if split_input:
@@ -113,8 +112,7 @@ def split(b: Builder, input, split_input=None, *, axis=0, split=None, num_output
 def gather(b: Builder, data, indices, *, axis=0):
     shape = tuple(b.const(data, "data").shape) if b.is_const(data) else b.onnx_shape(data)
     r = len(shape)
-    if not -r <= axis < r:
-        raise b.unsupported(f"axis {axis} for rank {r}")
+    b.axis(axis, r)
     ax = axis % r
     idx = np.asarray(b.const(indices, "indices"), np.int64)
     if np.any(idx < -shape[ax]) or np.any(idx >= shape[ax]):
