@@ -37,7 +37,7 @@ from onnx.external_data_helper import load_external_data_for_model
 
 from toolchain.errors import InputError, UnsupportedModel
 from toolchain.frontend.onnx_qdq_strip import QDQ_OPS
-from toolchain.frontend.onnx_validate import validate
+from toolchain.frontend.onnx_validate import MAX_DIM, validate
 
 UPGRADE_TO = 13
 MIN_OPSET = 11
@@ -177,6 +177,9 @@ def _static_inputs(m: onnx.ModelProto, path: Path, input_shapes: dict[str, tuple
             continue
         dims = inp.type.tensor_type.shape.dim
         given = input_shapes.get(inp.name)
+        if given is not None and not all(1 <= int(s) <= MAX_DIM for s in given):
+            raise InputError(f"{path}: input_shapes for {inp.name!r}: {list(given)} (each dimension 1 to {MAX_DIM}); "
+                             "fix `input_shapes` in the YAML")
         if given is None:
             if not inp.type.tensor_type.HasField("shape"):
                 continue  # rank unknown: the frontend asks for input_shapes
