@@ -161,8 +161,8 @@ def relu(b: Builder, X):
 
 @converter("Clip")
 def clip(b: Builder, X, min=None, max=None):  # noqa: A002 - ONNX input names
-    lo = float(b.const(min, "min")) if isinstance(min, str) and min else (-math.inf if min in (None, "") else min)
-    hi = float(b.const(max, "max")) if isinstance(max, str) and max else (math.inf if max in (None, "") else max)
+    lo = b.scalar(min, "min") if isinstance(min, str) and min else (-math.inf if min in (None, "") else min)
+    hi = b.scalar(max, "max") if isinstance(max, str) and max else (math.inf if max in (None, "") else max)
     return b.emit(OpKind.CLAMP, [b.any_layout(X)], ClampAttrs(float(lo), float(hi)), nhwc=b.is_nhwc(X))
 
 
@@ -217,19 +217,27 @@ def flatten(b: Builder, input, *, axis=1):  # noqa: A002
 
 @converter("Reshape")
 def reshape(b: Builder, data, shape, *, allowzero=0):
-    target = [int(s) for s in b.const(shape, "shape")]
+    target = b.ints(shape, "shape")
     src = b.onnx_shape(data)
+    size = int(np.prod(src, dtype=np.int64))
+    # ONNX Reshape-14: one -1 at most, no other negative value, a 0 copies the input's dim (allowzero 0)
+    if target.count(-1) > 1 or min(target, default=0) < -1 or (not allowzero and target[len(src):].count(0)):
+        raise b.invalid(f"shape {target} for input of shape {list(src)}")
     target = [src[i] if s == 0 and not allowzero else s for i, s in enumerate(target)]
     if -1 in target:
         known = int(np.prod([s for s in target if s != -1], dtype=np.int64))
-        target[target.index(-1)] = int(np.prod(src, dtype=np.int64)) // known
+        if known == 0 or size % known:
+            raise b.invalid(f"shape {target} cannot hold the {size} elements of the input")
+        target[target.index(-1)] = size // known
+    if int(np.prod(target, dtype=np.int64)) != size:
+        raise b.invalid(f"shape {target} for input of shape {list(src)} ({size} elements)")
     return b.emit(OpKind.RESHAPE, [b.onnx_order(data)], ReshapeAttrs(tuple(target)))
 
 
 @converter("Squeeze", "Unsqueeze")
 def squeeze(b: Builder, data, axes=None):
     src = b.onnx_shape(data)
-    ax = [int(a) for a in (b.const(axes, "axes").reshape(-1) if isinstance(axes, str) else axes or [])]
+    ax = b.ints(axes, "axes") if isinstance(axes, str) else [int(a) for a in axes or []]
     if b.op_type == "Squeeze":
         ax = b.axes(ax, len(src)) or [i for i, s in enumerate(src) if s == 1]
         if any(src[a] != 1 for a in ax):
@@ -254,7 +262,7 @@ def transpose(b: Builder, data, *, perm=None):
 
 @converter("Identity", "Dropout")
 def identity(b: Builder, input, ratio=None, training_mode=None, *, seed=None):  # noqa: A002
-    if training_mode and (not b.is_const(training_mode) or bool(b.const(training_mode, "training_mode"))):
+    if training_mode and (not b.is_const(training_mode) or bool(b.scalar(training_mode, "training_mode"))):
         raise b.unsupported("Dropout with training_mode (inference only)")
     return b.alias(input)
 

@@ -47,18 +47,37 @@ def signature_error(node: Any, fn: Callable[..., Any]) -> str | None:
     many inputs, a required input missing or empty), or None. Static: the frontends check every node with it before converting any, so
     a model's unsupported nodes are reported all at once."""
     params = inspect.signature(fn).parameters
-    unknown = sorted(set(node_attrs(node)) - set(params))
+    attrs = node_attrs(node)
+    unknown = sorted(set(attrs) - set(params))
     if unknown:
         return f"attribute(s) {', '.join(unknown)}"
     variadic = any(p.kind == p.VAR_POSITIONAL for p in params.values())
     if not variadic and len(node.input) > len(params) - 1 - sum(p.kind == p.KEYWORD_ONLY for p in params.values()):
         return f"number of inputs ({len(node.input)})"
     positional = [p for p in params.values() if p.kind == p.POSITIONAL_OR_KEYWORD][1:]  # after the Builder
+    both = [p.name for i, p in enumerate(positional) if i < len(node.input) and node.input[i] and p.name in attrs]
+    if both:  # e.g. Pad's pads: an attribute before opset 11, an input since; never both
+        return f"{', '.join(both)} given both as input and as attribute"
     missing = [p.name for i, p in enumerate(positional)
                if p.default is p.empty and (i >= len(node.input) or not node.input[i])]
     if missing:
         return f"missing required input(s) {', '.join(missing)} ({len(node.input)} given)"
     return None
+
+
+def input_as_attribute(node: Any, fn: Callable[..., Any], opset: int) -> str | None:
+    """An attribute named like one of the converter's inputs (Pad's pads, Squeeze's axes: inputs in
+    newer opsets, attributes in older ones) that the node's own opset does not define as an
+    attribute (ONNX operator schema of `opset`), or None. Such a value would reach the converter as
+    a Python list where it reads an input name."""
+    params = [p.name for p in inspect.signature(fn).parameters.values() if p.kind == p.POSITIONAL_OR_KEYWORD][1:]
+    named = sorted(set(node_attrs(node)) & set(params))
+    if not named or not onnx.defs.has(node.op_type):
+        return None
+    schema = onnx.defs.get_schema(node.op_type, opset)
+    stray = [a for a in named if a not in schema.attributes]
+    return f"attribute(s) {', '.join(stray)} ({node.op_type}-{schema.since_version} has no such attribute)" if stray \
+        else None
 
 
 def inferred_shapes(model: Any) -> dict[str, tuple[int, ...]]:
@@ -174,7 +193,8 @@ class Builder:
         self.errors += [Problem(self.label(n), n.op_type, UNKNOWN_OP if n.domain in ("", "ai.onnx") else
                                 f"op of domain {n.domain!r} (standard ONNX operators only)") for n in missing]
         for n in nodes:
-            if n.op_type in converters and (e := signature_error(n, converters[n.op_type])):
+            fn = converters.get(n.op_type)
+            if fn is not None and (e := signature_error(n, fn) or input_as_attribute(n, fn, self.opset)):
                 self.errors.append(Problem(self.label(n), n.op_type, e))
                 self.rejected.add(tuple(n.output))
         self.rejected |= {tuple(n.output) for n in missing}
@@ -188,6 +208,23 @@ class Builder:
         if name not in self.consts:
             raise self.unsupported(f"non-constant {what} input {name!r} (must be an initializer)")
         return np.asarray(self.consts[name])
+
+    def ints(self, name: str, what: str) -> list[int]:
+        """A constant input that the ONNX spec types as a 1-D int64 tensor (shape, axes, starts, pads,
+        split, sizes) as a list. Raises NodeUnsupported when it is not a constant and InputError
+        (self.invalid) when it is not a 1-D (or scalar) integer tensor."""
+        v = self.const(name, what)
+        if v.ndim > 1 or v.dtype.kind not in "iu":
+            raise self.invalid(f"{what} input {name!r} of shape {list(v.shape)} and type {v.dtype} (ONNX: 1-D int64)")
+        return [int(x) for x in v.reshape(-1)]
+
+    def scalar(self, name: str, what: str) -> float:
+        """A constant input that the ONNX spec types as a scalar (Clip min / max, Dropout's
+        training_mode): one element. Raises InputError (self.invalid) otherwise."""
+        v = self.const(name, what)
+        if v.size != 1:
+            raise self.invalid(f"{what} input {name!r} of shape {list(v.shape)} (ONNX: a scalar)")
+        return float(v.reshape(-1)[0])
 
     def val(self, name: str) -> Val:
         if name not in self.vals:

@@ -97,6 +97,8 @@ def upsample(b: Builder, X, scales_input=None, *, mode="nearest", scales=None):
         sc = [float(v) for v in scales]
     else:
         raise b.unsupported("Upsample without scales")
+    if not all(0 < v < math.inf for v in sc):
+        raise b.invalid(f"scales {sc} (ONNX: finite and positive)")
     if len(shape) != 4 or len(sc) != 4:
         raise b.unsupported(f"Upsample of rank {len(shape)} (4-D NCHW only)")
     if sc[0] != 1.0 or sc[1] != 1.0 or min(sc) < 1.0:

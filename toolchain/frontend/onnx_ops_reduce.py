@@ -38,7 +38,7 @@ def _reduce(b: Builder, kind: OpKind, data, axes_input, axes, keepdims, noop_wit
     """onnx_ops.reduce_mean's layout rules for every reduction kind; non-contiguous IR axes are
     gathered first (emit_reduction)."""
     shape = b.onnx_shape(data)
-    ax = [int(a) for a in b.const(axes_input, "axes")] if axes_input else list(axes or [])
+    ax = b.ints(axes_input, "axes") if axes_input else list(axes or [])
     if not ax:
         if noop_with_empty_axes:
             return b.alias(data)
