@@ -1,73 +1,22 @@
-"""Validation at the door (toolchain/frontend/onnx_validate*.py and the converters' shared attribute
-checks): every kind of invalid ONNX file the fuzz campaign found is refused through the CLI with exit
-2 and ONE line naming the file and the node / tensor, no traceback, nothing written; one test per
-kind, parametrized over instances of it. Valid neighbours (an empty optional input, a zero weight
-scale, the shared corpus) still import."""
+"""Validation at the door (toolchain/frontend/onnx_validate*.py): every kind of invalid ONNX file
+the fuzz campaign found is refused through the CLI with exit 2 and ONE line naming the file and the
+node / tensor, no traceback, nothing written; one test per kind, parametrized over instances of it.
+Here: graph structure, tensor data, names, domains and opsets, quantization parameters, and the
+validator itself; attribute values and operator schemas: test_onnx_validate_attrs.py. Valid
+neighbours (an empty optional input, a zero weight scale) still import."""
 from __future__ import annotations
 
-import sys
-from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import onnx
 import pytest
-from _qdq_cases import ModelBuilder
+from _validate_cases import X_SHAPE, assert_rejected, build, float_model, mutate, qdq_model, single
 from onnx import TensorProto, helper, numpy_helper
 
 from toolchain.errors import InputError, printable
 from toolchain.frontend.onnx import load_onnx
 from toolchain.frontend.onnx_validate import validate
-
-sys.path.append(str(Path(__file__).resolve().parents[1] / "e2e"))
-from e2e_helpers import assert_rejected  # noqa: E402 - tests/e2e is no package
-
-X_SHAPE = (1, 2, 4, 4)
-
-
-def float_model(conv: dict | None = None, w_shape=(3, 2, 3, 3)) -> onnx.ModelProto:
-    """x [1,2,4,4] -> Conv (node 'conv1', weights 'w') -> Relu ('relu1') -> y: valid as built."""
-    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], name="conv1", **(conv or {"pads": [1, 1, 1, 1]})),
-             helper.make_node("Relu", ["c"], ["y"], name="relu1")]
-    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(X_SHAPE))],
-                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
-                          [numpy_helper.from_array(np.full(w_shape, 0.1, np.float32), "w")])
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
-    m.ir_version = 8
-    return m
-
-
-def qdq_model(scale=0.05, zp=0, zp_dtype=np.int8, w_scale=0.1, **conv) -> ModelBuilder:
-    """x -> Q/DQ ('xq'/'xd') -> Conv ('qconv') with DQ weights ('wd') -> Q/DQ -> y."""
-    m = ModelBuilder(13)
-    x = m.dq(m.q(m.input("x", X_SHAPE), scale, zp, "xq", zp_dtype), 0.05, 0, "xd")
-    w = m.dq(m.const("w", np.ones((3, 2, 3, 3)), np.int8), w_scale, 0, "wd")
-    m.nodes.append(helper.make_node("Conv", [x, w], ["c"], name="qconv", **(conv or {"pads": [1, 1, 1, 1]})))
-    m.dq(m.q("c", 0.05, 0, "cq"), 0.05, 0, "y")
-    m.output("y")
-    return m
-
-
-def build(tmp_path: Path, edgecc, model: onnx.ModelProto | bytes | ModelBuilder, *needles: str) -> str:
-    """Save `model`, `edgecc build` it on host with float calibration data, assert a one-line refusal
-    naming the file and every needle. Returns the error line."""
-    path = tmp_path / "bad.onnx"
-    if isinstance(model, ModelBuilder):
-        model = model.model()
-    path.write_bytes(model if isinstance(model, bytes) else model.SerializeToString())
-    np.save(tmp_path / "calib.npy", np.zeros((2, *X_SHAPE), np.float32))
-    out = tmp_path / "out"
-    res = edgecc("build", "--model", path, "--calibration", tmp_path / "calib.npy", "--board", "host", "--out", out)
-    line = assert_rejected(res, out, f"{path}: ", *needles)
-    assert len(line) <= 300 + len("edgecc: error: "), line
-    assert line.isprintable(), line
-    return line
-
-
-def mutate(fn: Callable[[onnx.ModelProto], object], base: Callable[[], onnx.ModelProto] = float_model):
-    m = base()
-    fn(m)
-    return m
 
 
 # ---- graph structure ---------------------------------------------------------------------------
@@ -128,64 +77,6 @@ def test_tensor_data_not_matching_its_shape_is_refused(tmp_path: Path, edgecc, c
     build(tmp_path, edgecc, mutate(fn), *needles)
 
 
-# ---- attribute values (converters' shared helpers) ---------------------------------------------
-ATTRS = {
-    "group 0": ({"group": 0}, ["conv1 (Conv)", "group 0"]),
-    "group 3 on 2 channels": ({"group": 3}, ["conv1 (Conv)", "group 3"]),
-    "short pads": ({"pads": [1, 1]}, ["conv1 (Conv)", "pads [1, 1]"]),
-    "5 strides on 2-D": ({"strides": [1, 1, 1, 1, 1]}, ["conv1 (Conv)", "strides", "5 values"]),
-    "kernel_shape vs weights": ({"kernel_shape": [5, 5]}, ["conv1 (Conv)", "kernel_shape [5, 5]"]),
-    "dilations 0": ({"dilations": [0, 1]}, ["conv1 (Conv)", "dilations [0, 1]"]),
-    "strides -1": ({"strides": [-1, 1]}, ["conv1 (Conv)", "strides [-1, 1]"]),
-    "negative pads": ({"pads": [-1, 0, 0, 0]}, ["conv1 (Conv)", "pads"]),
-}
-
-
-@pytest.mark.parametrize("case", ATTRS, ids=list(ATTRS))
-def test_conv_attribute_out_of_range_is_refused(tmp_path: Path, edgecc, case: str) -> None:
-    attrs, needles = ATTRS[case]
-    build(tmp_path, edgecc, float_model(attrs), *needles)
-
-
-@pytest.mark.parametrize("case", ["5 strides on 2-D", "group 0", "kernel_shape vs weights"])
-def test_qdq_conv_attribute_out_of_range_is_refused(tmp_path: Path, edgecc, case: str) -> None:
-    attrs, needles = ATTRS[case]
-    build(tmp_path, edgecc, qdq_model(**attrs), "qconv (Conv)", *needles[1:])
-
-
-def _single(op: str, shape=X_SHAPE, **attrs) -> onnx.ModelProto:
-    g = helper.make_graph([helper.make_node(op, ["x"], ["y"], name="n1", **attrs)], "g",
-                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(shape))],
-                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
-    m.ir_version = 8
-    return m
-
-
-AXES = {
-    "Softmax axis 4": (dict(op="Softmax", axis=4), "axis 4"),
-    "Concat axis -5": (dict(op="Concat", axis=-5), "axis -5"),
-    "Flatten axis 5": (dict(op="Flatten", axis=5), "axis 5"),
-    "Transpose perm": (dict(op="Transpose", perm=[0, 1, 1, 3]), "perm [0, 1, 1, 3]"),
-    "MaxPool no kernel_shape": (dict(op="MaxPool"), "kernel_shape"),
-    "MaxPool strides 0": (dict(op="MaxPool", kernel_shape=[2, 2], strides=[0, 1]), "strides [0, 1]"),
-    "AveragePool 3 kernel dims": (dict(op="AveragePool", kernel_shape=[2, 2, 2]), "kernel_shape [2, 2, 2]"),
-    "DepthToSpace blocksize 0": (dict(op="DepthToSpace", blocksize=0), "blocksize 0"),
-    "Unsqueeze repeated axes": (dict(op="Unsqueeze", axes=[0, 0]), "repeat"),
-}
-
-
-@pytest.mark.parametrize("case", AXES, ids=list(AXES))
-def test_axis_like_attribute_out_of_range_is_refused(tmp_path: Path, edgecc, case: str) -> None:
-    attrs, needle = AXES[case]
-    attrs = dict(attrs)
-    op = attrs.pop("op")
-    m = _single(op, **attrs)
-    if op == "Unsqueeze":  # opset 11: axes is an attribute
-        m.opset_import[0].version = 11
-    build(tmp_path, edgecc, m, f"n1 ({op})", needle)
-
-
 # ---- names -------------------------------------------------------------------------------------
 def _bytes_with(m: onnx.ModelProto, name: bytes, bad: bytes) -> bytes:
     data = m.SerializeToString()
@@ -215,7 +106,7 @@ def test_control_characters_in_names_are_escaped(tmp_path: Path, edgecc) -> None
 
 
 def test_empty_optional_input_stays_valid(tmp_path: Path) -> None:
-    m = _single("Relu")
+    m = single("Relu")
     m.graph.node[0].op_type = "Clip"
     m.graph.node[0].input.extend(["", "hi"])  # min absent (""), max given
     m.graph.initializer.append(numpy_helper.from_array(np.float32(6.0), "hi"))
@@ -325,3 +216,5 @@ def test_printable_escapes_controls_and_cuts() -> None:
     assert printable(b"\xfe") == "\\xfe"
     assert printable("é漢") == "é漢"
     assert len(printable("n" * 500)) == 60
+
+
