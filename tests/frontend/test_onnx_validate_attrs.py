@@ -144,3 +144,32 @@ def test_sparse_initializer_and_bad_input_shapes_are_refused(tmp_path: Path) -> 
     onnx.save(float_model(), str(tmp_path / "m.onnx"))
     with pytest.raises(InputError, match=r"input_shapes for 'x': \[1, 2, -4, 4\]"):
         canonical_onnx(tmp_path / "m.onnx", {"x": (1, 2, -4, 4)})
+
+
+@pytest.mark.parametrize("op, attrs, needle", [("LeakyRelu", {"alpha": float("nan")}, "alpha = [nan]"),
+                                               ("HardSigmoid", {"beta": float("inf")}, "beta = [inf]"),
+                                               ("Elu", {"alpha": float("-inf")}, "alpha = [-inf]")])
+def test_float_attribute_that_is_not_a_number_is_refused(tmp_path: Path, edgecc, op, attrs, needle) -> None:
+    build(tmp_path, edgecc, single(op, **attrs), f"n1 ({op})", needle)
+
+
+def test_clip6_infinite_bounds_stay_valid() -> None:
+    m = single("Clip", min=float("-inf"), max=6.0)
+    m.opset_import[0].version = 6
+    validate(m, "clip6.onnx")
+
+
+def test_batch_norm_parameters_of_the_wrong_shape_are_refused(tmp_path: Path, edgecc) -> None:
+    m = single("BatchNormalization")
+    m.graph.node[0].input.extend(["s", "b", "mean", "var"])
+    for k, name in enumerate(["s", "b", "mean", "var"]):
+        shape = (2, 1) if name == "mean" else (2,)
+        m.graph.initializer.append(numpy_helper.from_array(np.full(shape, 1.0 + k, np.float32), name))
+    build(tmp_path, edgecc, m, "n1 (BatchNormalization)", "mean of shape [2, 1] for 2 channels")
+
+
+def test_empty_spatial_attribute_on_a_qdq_conv_is_refused(tmp_path: Path, edgecc) -> None:
+    m = qdq_model().model()
+    conv = next(n for n in m.graph.node if n.name == "qconv")
+    conv.attribute[0].CopyFrom(helper.make_attribute("pads", [], attr_type=onnx.AttributeProto.INTS))
+    build(tmp_path, edgecc, m, "qconv (Conv)", "pads [] has 0 values")

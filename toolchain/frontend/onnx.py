@@ -198,9 +198,14 @@ def batch_normalization(b: Builder, X, scale, B, input_mean, input_var, *, epsil
                         training_mode=0, spatial=1):
     if training_mode:
         raise b.unsupported("training_mode=1")
-    params = [b.add_const(n, b.const(v, n)) for n, v in
-              (("scale", scale), ("bias", B), ("mean", input_mean), ("var", input_var))]
-    four_d = len(b.onnx_shape(X)) == 4
+    shape = b.onnx_shape(X)
+    values = {n: b.const(v, n) for n, v in (("scale", scale), ("bias", B), ("mean", input_mean), ("var", input_var))}
+    channels = shape[1] if len(shape) > 1 else 1
+    bad = next((n for n, v in values.items() if v.shape != (channels,)), None)
+    if bad is not None:  # ONNX BatchNormalization: scale, B, mean, var are 1-D [C]
+        raise b.invalid(f"{bad} of shape {list(values[bad].shape)} for {channels} channels (ONNX: 1-D [C])")
+    params = [b.add_const(n, v) for n, v in values.items()]
+    four_d = len(shape) == 4
     x = b.nhwc(X) if four_d else b.onnx_order(X)
     return b.emit(OpKind.BATCH_NORM, [x, *params], BatchNormAttrs(float(epsilon)), nhwc=four_d)
 

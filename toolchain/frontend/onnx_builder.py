@@ -17,7 +17,7 @@ import onnx
 from onnx import helper
 
 from toolchain.errors import InputError, UnsupportedModel
-from toolchain.frontend.onnx_validate import invalid
+from toolchain.frontend.onnx_validate import DEFAULT_DOMAINS, invalid
 from toolchain.frontend.unsupported import UNKNOWN_OP, NodeUnsupported, Problem, node_label
 from toolchain.ir import DType, Graph, Node, Tensor
 from toolchain.ir.graph import fresh_name
@@ -124,7 +124,7 @@ class Builder:
         """An error naming the file, the node and its op; the caller raises it."""
         return NodeUnsupported(self.path, Problem(self.label(self.node), self.op_type, what))
 
-    def invalid(self, what: str, todo: str = "fix the node's attributes (see the ONNX operator spec)") -> InputError:
+    def invalid(self, what: str, todo: str = "fix the node against the ONNX operator spec") -> InputError:
         """A one-line InputError for the current node breaking the ONNX operator spec (not merely
         unsupported): `FILE: node NAME (OP): WHAT; TODO`. The caller raises it; it stops the import."""
         return invalid(self.path, f"node {self.label(self.node)} ({self.op_type})", what, todo)
@@ -189,11 +189,11 @@ class Builder:
         com.microsoft, ai.onnx.ml) is unsupported whatever its op_type.
         Also indexes the nodes (for `#INDEX` labels) unless the caller set self.index already."""
         self.index = self.index or {tuple(n.output): i for i, n in enumerate(nodes)}
-        missing = [n for n in nodes if n.op_type not in converters or n.domain not in ("", "ai.onnx")]
-        self.errors += [Problem(self.label(n), n.op_type, UNKNOWN_OP if n.domain in ("", "ai.onnx") else
+        missing = [n for n in nodes if n.op_type not in converters or n.domain not in DEFAULT_DOMAINS]
+        self.errors += [Problem(self.label(n), n.op_type, UNKNOWN_OP if n.domain in DEFAULT_DOMAINS else
                                 f"op of domain {n.domain!r} (standard ONNX operators only)") for n in missing]
         for n in nodes:
-            fn = converters.get(n.op_type)
+            fn = converters.get(n.op_type) if n.domain in DEFAULT_DOMAINS else None
             if fn is not None and (e := signature_error(n, fn) or input_as_attribute(n, fn, self.opset)):
                 self.errors.append(Problem(self.label(n), n.op_type, e))
                 self.rejected.add(tuple(n.output))

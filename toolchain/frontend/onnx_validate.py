@@ -16,6 +16,7 @@ NaN / Inf in float weights (the IR check).
 from __future__ import annotations
 
 import faulthandler
+import math
 import os
 import re
 import signal
@@ -164,11 +165,22 @@ def _schemas(model: onnx.ModelProto, path: str | Path) -> None:
             a = have.get(name)
             if a is None and spec.required:
                 raise invalid(path, node_where(n, i), f"no attribute {name} (required by {op})")
+            if a is not None and a.type in (onnx.AttributeProto.FLOAT, onnx.AttributeProto.FLOATS):
+                _finite(path, n, i, a)
             if a is not None and a.type != int(spec.type.value):
                 types = onnx.AttributeProto.AttributeType
                 kind = types.Name(a.type) if a.type in types.values() else str(a.type)
                 raise invalid(path, node_where(n, i), f"attribute {name} of type {kind} ({op} defines "
                               f"{spec.type.name})")
+
+
+def _finite(path: str | Path, n: onnx.NodeProto, i: int, a: onnx.AttributeProto) -> None:
+    """A float attribute (Gemm alpha / beta, LeakyRelu alpha, epsilon, ...) is a number: NaN never
+    is one, and only Clip-6's min / max bounds may be infinite."""
+    values = [a.f] if a.type == onnx.AttributeProto.FLOAT else list(a.floats)
+    unbounded = n.op_type == "Clip" and a.name in ("min", "max")
+    if any(math.isnan(v) or (math.isinf(v) and not unbounded) for v in values):
+        raise invalid(path, node_where(n, i), f"attribute {printable(a.name, 20)} = {values[:4]} (not a finite number)")
 
 
 def _arity(path: str | Path, n: onnx.NodeProto, i: int, schema: Any, op: str) -> None:

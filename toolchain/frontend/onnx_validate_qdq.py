@@ -68,7 +68,8 @@ def _check_scale(path: str | Path, where: str, name: str, t: TensorProto, zero_o
     if t.data_type not in FLOAT_TYPES:
         raise invalid(path, where, f"scale {q(name)} of type {TensorProto.DataType.Name(t.data_type).lower()} "
                       "(ONNX scales are float)", FIX)
-    v = numpy_helper.to_array(t).astype(np.float64).reshape(-1)
+    with np.errstate(all="ignore"):  # a NaN or out-of-range value is what this looks for: no warning
+        v = numpy_helper.to_array(t).astype(np.float64).reshape(-1)
     bad = v[~(np.isfinite(v) & ((v >= TINY) | ((v == 0) & zero_ok)))]
     if bad.size:
         raise invalid(path, where, f"scale {q(name)} holds {float(bad[0])!r} (scales must be finite, positive and at "
