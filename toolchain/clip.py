@@ -5,24 +5,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from toolchain.errors import escape
+
 LIMIT = 80  # characters of a value shown in a message; the rest is elided
 
 
 def clip_text(text: str, limit: int = LIMIT) -> str:
-    """`text` with control characters (C0, DEL, C1, line/paragraph separators) escaped as \\xNN /
-    \\uNNNN and cut to about `limit` characters (`...` marks the cut)."""
-    out = []
-    size = 0
-    for ch in text:
-        o = ord(ch)
-        piece = ch if (o >= 0x20 and not 0x7F <= o <= 0x9F and ch not in "\u2028\u2029") else (
-            f"\\x{o:02x}" if o <= 0xFF else f"\\u{o:04x}")
-        if size + len(piece) > limit:
-            out.append("...")
-            break
-        out.append(piece)
-        size += len(piece)
-    return "".join(out)
+    """`text` with control characters escaped (toolchain.errors.escape) and cut to about `limit`
+    characters (`...` marks the cut)."""
+    flat = escape(text[: limit + 1])
+    return flat if len(flat) <= limit else flat[:limit] + "..."
 
 
 def clip_repr(value: Any, limit: int = LIMIT) -> str:

@@ -7,7 +7,29 @@ or timeout; 4 internal error (a bug in edgecc: any other exception, or generated
 """
 from __future__ import annotations
 
-MAX_LINE = 300  # characters of one error line: a model-controlled name must not flood the terminal
+MAX_LINE = 300   # characters of one error line: a model-controlled name must not flood the terminal
+NAME_WIDTH = 60  # characters of one model-controlled name in a message
+
+
+def escape(text: str) -> str:
+    """`text` with every non-printable character (newline, tab, ESC, C1 controls, U+2028...) as its
+    Python escape (`\\n`, `\\x1b`, `\\u2028`): the one place edgecc makes user-controlled text safe
+    for a one-line message (printable, one_line and toolchain.clip use it)."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
+
+
+def printable(name: str | bytes, width: int = NAME_WIDTH) -> str:
+    """A model-controlled name (tensor, node, op, domain) made safe for a one-line message: escaped
+    (see `escape`; bytes that are not UTF-8 as `\\xff`), cut to `width` characters with `…`.
+
+    >>> printable("a\\nb\\x1b[31m"), printable(b"\\xffx"), printable("x" * 70, 8)
+    ('a\\\\nb\\\\x1b[31m', '\\\\xffx', 'xxxxxxx…')
+    """
+    text = name.decode("utf-8", "backslashreplace") if isinstance(name, bytes) else str(name)
+    text = escape(text[: width * 4])
+    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 class EdgeccError(Exception):
@@ -35,7 +57,7 @@ def one_line(text: str, limit: int = MAX_LINE) -> str:
     """`text` as one printable line of at most `limit` characters: control and other non-printable
     characters (newlines included: a model-controlled name may hold them) escaped as Python does,
     and an over-long middle elided (the start names the file, the end says what to do)."""
-    flat = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+    flat = escape(text)
     if len(flat) <= limit:
         return flat
     head = (limit * 2) // 3

@@ -53,7 +53,9 @@ class ModelBuilder:
 
     def model(self) -> onnx.ModelProto:
         g = helper.make_graph(self.nodes, "qdq_case", self.inputs, self.outputs, self.inits)
-        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", self.opset)])
+        domains = sorted({n.domain for n in self.nodes} - {""})  # ONNX IR: every node domain is imported
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", self.opset),
+                                                *(helper.make_opsetid(d, 1) for d in domains)])
         m.ir_version = 7 if self.opset <= 15 else 10
         return m
 

@@ -276,7 +276,8 @@ def test_unsupported_nodes_are_listed_together(tmp_path: Path) -> None:
     m = ModelBuilder(13)
     a = m.input("a", (1, 16), np.int8)
     m.node("MatMulInteger", [a, m.const("b", np.full((16, 1), -128), np.int8)], "acc")  # BL-04: int32 out
-    m.nodes.append(__import__("onnx").helper.make_node("QLinearAdd", [a, "s", "z", a, "s", "z", "s", "z"], ["qa"],
+    s, z = m.const("s", 0.1), m.const("z", 0, np.int8)  # a valid graph: every input is produced
+    m.nodes.append(__import__("onnx").helper.make_node("QLinearAdd", [a, s, z, a, s, z, s, z], ["qa"],
                                                        domain="com.microsoft", name="qadd"))
     m.output("acc", np.int32)
     m.output("qa", np.int8)  # read: canonicalisation drops nodes whose outputs nothing reads

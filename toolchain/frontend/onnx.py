@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import onnx
@@ -52,21 +53,48 @@ def converter(*names: str):
     return deco
 
 
+MAX_WINDOW = 1 << 20  # a kernel, stride, dilation or pad past this is no real model's
+SPATIAL = {"kernel_shape": (1, 1), "strides": (1, 1), "dilations": (1, 1), "pads": (2, 0), "output_padding": (1, 0)}
+
+
+def spatial_attrs(b: Builder, n: int, **attrs: Any) -> dict[str, tuple[int, ...] | None]:
+    """The spatial attributes of a convolution or pooling node (kernel_shape, strides, dilations,
+    pads, output_padding; None when absent) as int tuples, checked against the ONNX operator spec
+    (Conv, ConvTranspose, AveragePool, MaxPool): n values each (pads 2n), kernel_shape / strides /
+    dilations >= 1, pads / output_padding >= 0, none above MAX_WINDOW. `n`: the spatial rank.
+
+    Raises InputError (Builder.invalid) naming the node and the attribute."""
+    out: dict[str, tuple[int, ...] | None] = {}
+    for name, value in attrs.items():
+        if value is None:
+            out[name] = None
+            continue
+        per, least = SPATIAL[name]
+        v = tuple(int(x) for x in value)
+        if len(v) != per * n:
+            raise b.invalid(f"{name} {list(v)} has {len(v)} values for {n} spatial axes (needs {per * n})")
+        if any(x < least or x > MAX_WINDOW for x in v):
+            raise b.invalid(f"{name} {list(v)} (each must be in [{least}, {MAX_WINDOW}])")
+        out[name] = v
+    return out
+
+
 def _window(b: Builder, x: Val, kernel_shape, strides, dilations, pads, auto_pad, ceil_mode=0) -> Window:
     n, h, w, c = b.shape(x)
-    kernel = tuple(kernel_shape)
-    if len(kernel) != 2:
-        raise b.unsupported(f"only 2-D windows are supported (kernel_shape {list(kernel)})")
-    strides = tuple(strides or (1, 1))
-    dil = tuple(dilations or (1, 1))
+    if kernel_shape is None:
+        raise b.invalid("no kernel_shape (required by the ONNX spec)")
+    a = spatial_attrs(b, 2, kernel_shape=kernel_shape, strides=strides, dilations=dilations, pads=pads)
+    kernel = a["kernel_shape"]
+    strides = a["strides"] or (1, 1)
+    dil = a["dilations"] or (1, 1)
     if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
         ph = same_pads(h, kernel[0], strides[0], dil[0], auto_pad == "SAME_UPPER")
         pw = same_pads(w, kernel[1], strides[1], dil[1], auto_pad == "SAME_UPPER")
         p = (ph[0], pw[0], ph[1], pw[1])
     elif auto_pad in ("NOTSET", "VALID"):
-        p = tuple(pads) if pads and auto_pad == "NOTSET" else (0, 0, 0, 0)
+        p = a["pads"] if a["pads"] and auto_pad == "NOTSET" else (0, 0, 0, 0)
     else:
-        raise b.unsupported(f"auto_pad {auto_pad!r}")
+        raise b.invalid(f"auto_pad {auto_pad!r} (NOTSET, SAME_UPPER, SAME_LOWER or VALID)")
     return Window(kernel, strides, dil, p, bool(ceil_mode))
 
 
@@ -78,12 +106,17 @@ def conv(b: Builder, X, W, B=None, *, auto_pad="NOTSET", dilations=None, group=1
         raise b.unsupported(f"only 2-D convolution is supported (weights of rank {w.ndim})")
     x = b.nhwc(X)
     cin = b.shape(x)[3]
-    win = _window(b, x, kernel_shape or w.shape[2:], strides, dilations, pads, auto_pad)
+    if kernel_shape is not None and tuple(kernel_shape) != w.shape[2:]:
+        raise b.invalid(f"kernel_shape {list(kernel_shape)} for weights of shape {list(w.shape)}")
+    win = _window(b, x, w.shape[2:], strides, dilations, pads, auto_pad)
     bias = b.const(B, "bias") if B else np.zeros(w.shape[0], np.float32)
     cout = w.shape[0]
+    if group < 1 or cin != group * w.shape[1] or cout % group:  # ONNX Conv: W is [M, C / group, kH, kW]
+        raise b.invalid(f"group {group} with {cin} input channels and weights of shape {list(w.shape)} "
+                        "(needs C = group * W.shape[1] and M divisible by group)")
+    if bias.shape != (cout,):
+        raise b.invalid(f"bias of shape {list(bias.shape)} for {cout} output channels")
     if group == 1 or group != cin or cout % cin:
-        if cin % group or cout % group:
-            raise b.unsupported(f"group {group} does not divide {cin} input / {cout} output channels")
         args = [x, b.add_const("w", w.transpose(0, 2, 3, 1)), b.add_const("b", bias)]
         return b.emit(OpKind.CONV2D, args, Conv2DAttrs(win, group, NO_ACT), nhwc=True)
     dw = w.transpose(1, 2, 3, 0)  # [Cout,1,KH,KW] -> [1,KH,KW,Cout]; oc = ic*mult + m as ONNX
@@ -128,28 +161,28 @@ def relu(b: Builder, X):
 
 @converter("Clip")
 def clip(b: Builder, X, min=None, max=None):  # noqa: A002 - ONNX input names
-    lo = float(b.const(min, "min")) if isinstance(min, str) and min else (-math.inf if min in (None, "") else min)
-    hi = float(b.const(max, "max")) if isinstance(max, str) and max else (math.inf if max in (None, "") else max)
+    lo = b.scalar(min, "min") if isinstance(min, str) and min else (-math.inf if min in (None, "") else min)
+    hi = b.scalar(max, "max") if isinstance(max, str) and max else (math.inf if max in (None, "") else max)
     return b.emit(OpKind.CLAMP, [b.any_layout(X)], ClampAttrs(float(lo), float(hi)), nhwc=b.is_nhwc(X))
 
 
 @converter("AveragePool")
 def average_pool(b: Builder, X, *, auto_pad="NOTSET", ceil_mode=0, count_include_pad=0, kernel_shape=None,
                  pads=None, strides=None, dilations=None):
-    if dilations and any(d != 1 for d in dilations):
-        raise b.unsupported("dilated AveragePool")
     x = b.nhwc(X)
-    win = _window(b, x, kernel_shape, strides, None, pads, auto_pad, ceil_mode)
+    win = _window(b, x, kernel_shape, strides, dilations, pads, auto_pad, ceil_mode)
+    if win.dilation != (1, 1):
+        raise b.unsupported("dilated AveragePool")
     return b.emit(OpKind.AVG_POOL2D, [x], Pool2DAttrs(win, bool(count_include_pad), NO_ACT), nhwc=True)
 
 
 @converter("MaxPool")
 def max_pool(b: Builder, X, *, auto_pad="NOTSET", ceil_mode=0, dilations=None, kernel_shape=None, pads=None,
              storage_order=0, strides=None):
-    if dilations and any(d != 1 for d in dilations):
-        raise b.unsupported("dilated MaxPool")
     x = b.nhwc(X)
-    win = _window(b, x, kernel_shape, strides, None, pads, auto_pad, ceil_mode)
+    win = _window(b, x, kernel_shape, strides, dilations, pads, auto_pad, ceil_mode)
+    if win.dilation != (1, 1):
+        raise b.unsupported("dilated MaxPool")
     return b.emit(OpKind.MAX_POOL2D, [x], Pool2DAttrs(win, False, NO_ACT), nhwc=True)
 
 
@@ -165,9 +198,14 @@ def batch_normalization(b: Builder, X, scale, B, input_mean, input_var, *, epsil
                         training_mode=0, spatial=1):
     if training_mode:
         raise b.unsupported("training_mode=1")
-    params = [b.add_const(n, b.const(v, n)) for n, v in
-              (("scale", scale), ("bias", B), ("mean", input_mean), ("var", input_var))]
-    four_d = len(b.onnx_shape(X)) == 4
+    shape = b.onnx_shape(X)
+    values = {n: b.const(v, n) for n, v in (("scale", scale), ("bias", B), ("mean", input_mean), ("var", input_var))}
+    channels = shape[1] if len(shape) > 1 else 1
+    bad = next((n for n, v in values.items() if v.shape != (channels,)), None)
+    if bad is not None:  # ONNX BatchNormalization: scale, B, mean, var are 1-D [C]
+        raise b.invalid(f"{bad} of shape {list(values[bad].shape)} for {channels} channels (ONNX: 1-D [C])")
+    params = [b.add_const(n, v) for n, v in values.items()]
+    four_d = len(shape) == 4
     x = b.nhwc(X) if four_d else b.onnx_order(X)
     return b.emit(OpKind.BATCH_NORM, [x, *params], BatchNormAttrs(float(epsilon)), nhwc=four_d)
 
@@ -175,6 +213,8 @@ def batch_normalization(b: Builder, X, scale, B, input_mean, input_var, *, epsil
 @converter("Flatten")
 def flatten(b: Builder, input, *, axis=1):  # noqa: A002
     shape = b.onnx_shape(input)
+    if not -len(shape) <= axis <= len(shape):  # ONNX Flatten: [-r, r]
+        raise b.invalid(f"axis {axis} out of range for rank {len(shape)} (ONNX: [-{len(shape)}, {len(shape)}])")
     axis = axis % len(shape) if axis < 0 else axis
     new = (int(np.prod(shape[:axis], dtype=np.int64)), int(np.prod(shape[axis:], dtype=np.int64)))
     return b.emit(OpKind.RESHAPE, [b.onnx_order(input)], ReshapeAttrs(new))
@@ -182,25 +222,35 @@ def flatten(b: Builder, input, *, axis=1):  # noqa: A002
 
 @converter("Reshape")
 def reshape(b: Builder, data, shape, *, allowzero=0):
-    target = [int(s) for s in b.const(shape, "shape")]
+    target = b.ints(shape, "shape")
     src = b.onnx_shape(data)
+    size = int(np.prod(src, dtype=np.int64))
+    # ONNX Reshape-14: one -1 at most, no other negative value, a 0 copies the input's dim (allowzero 0)
+    if target.count(-1) > 1 or min(target, default=0) < -1 or (not allowzero and target[len(src):].count(0)):
+        raise b.invalid(f"shape {target} for input of shape {list(src)}")
     target = [src[i] if s == 0 and not allowzero else s for i, s in enumerate(target)]
     if -1 in target:
         known = int(np.prod([s for s in target if s != -1], dtype=np.int64))
-        target[target.index(-1)] = int(np.prod(src, dtype=np.int64)) // known
+        if known == 0 or size % known:
+            raise b.invalid(f"shape {target} cannot hold the {size} elements of the input")
+        target[target.index(-1)] = size // known
+    if int(np.prod(target, dtype=np.int64)) != size:
+        raise b.invalid(f"shape {target} for input of shape {list(src)} ({size} elements)")
     return b.emit(OpKind.RESHAPE, [b.onnx_order(data)], ReshapeAttrs(tuple(target)))
 
 
 @converter("Squeeze", "Unsqueeze")
 def squeeze(b: Builder, data, axes=None):
     src = b.onnx_shape(data)
-    ax = [int(a) for a in (b.const(axes, "axes") if isinstance(axes, str) else axes or [])]
+    ax = b.ints(axes, "axes") if isinstance(axes, str) else [int(a) for a in axes or []]
     if b.op_type == "Squeeze":
-        ax = [a % len(src) for a in ax] or [i for i, s in enumerate(src) if s == 1]
+        ax = b.axes(ax, len(src)) or [i for i, s in enumerate(src) if s == 1]
+        if any(src[a] != 1 for a in ax):
+            raise b.invalid(f"squeezes axes {ax} of shape {list(src)} (ONNX: only axes of size 1)")
         new = tuple(s for i, s in enumerate(src) if i not in ax)
     else:
         new_l = list(src)
-        for a in sorted(a % (len(src) + len(ax)) for a in ax):
+        for a in sorted(b.axes(ax, len(src) + len(ax))):
             new_l.insert(a, 1)
         new = tuple(new_l)
     return b.emit(OpKind.RESHAPE, [b.onnx_order(data)], ReshapeAttrs(new))
@@ -210,12 +260,14 @@ def squeeze(b: Builder, data, axes=None):
 def transpose(b: Builder, data, *, perm=None):
     rank = len(b.onnx_shape(data))
     perm = tuple(perm) if perm else tuple(reversed(range(rank)))
+    if sorted(perm) != list(range(rank)):
+        raise b.invalid(f"perm {list(perm)} is not a permutation of the {rank} axes")
     return b.emit(OpKind.TRANSPOSE, [b.onnx_order(data)], TransposeAttrs(perm))
 
 
 @converter("Identity", "Dropout")
 def identity(b: Builder, input, ratio=None, training_mode=None, *, seed=None):  # noqa: A002
-    if training_mode and (not b.is_const(training_mode) or bool(b.const(training_mode, "training_mode"))):
+    if training_mode and (not b.is_const(training_mode) or bool(b.scalar(training_mode, "training_mode"))):
         raise b.unsupported("Dropout with training_mode (inference only)")
     return b.alias(input)
 

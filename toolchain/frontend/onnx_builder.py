@@ -16,7 +16,8 @@ import numpy as np
 import onnx
 from onnx import helper
 
-from toolchain.errors import UnsupportedModel
+from toolchain.errors import InputError, UnsupportedModel
+from toolchain.frontend.onnx_validate import DEFAULT_DOMAINS, invalid
 from toolchain.frontend.unsupported import UNKNOWN_OP, NodeUnsupported, Problem, node_label
 from toolchain.ir import DType, Graph, Node, Tensor
 from toolchain.ir.graph import fresh_name
@@ -46,18 +47,37 @@ def signature_error(node: Any, fn: Callable[..., Any]) -> str | None:
     many inputs, a required input missing or empty), or None. Static: the frontends check every node with it before converting any, so
     a model's unsupported nodes are reported all at once."""
     params = inspect.signature(fn).parameters
-    unknown = sorted(set(node_attrs(node)) - set(params))
+    attrs = node_attrs(node)
+    unknown = sorted(set(attrs) - set(params))
     if unknown:
         return f"attribute(s) {', '.join(unknown)}"
     variadic = any(p.kind == p.VAR_POSITIONAL for p in params.values())
     if not variadic and len(node.input) > len(params) - 1 - sum(p.kind == p.KEYWORD_ONLY for p in params.values()):
         return f"number of inputs ({len(node.input)})"
     positional = [p for p in params.values() if p.kind == p.POSITIONAL_OR_KEYWORD][1:]  # after the Builder
+    both = [p.name for i, p in enumerate(positional) if i < len(node.input) and node.input[i] and p.name in attrs]
+    if both:  # e.g. Pad's pads: an attribute before opset 11, an input since; never both
+        return f"{', '.join(both)} given both as input and as attribute"
     missing = [p.name for i, p in enumerate(positional)
                if p.default is p.empty and (i >= len(node.input) or not node.input[i])]
     if missing:
         return f"missing required input(s) {', '.join(missing)} ({len(node.input)} given)"
     return None
+
+
+def input_as_attribute(node: Any, fn: Callable[..., Any], opset: int) -> str | None:
+    """An attribute named like one of the converter's inputs (Pad's pads, Squeeze's axes: inputs in
+    newer opsets, attributes in older ones) that the node's own opset does not define as an
+    attribute (ONNX operator schema of `opset`), or None. Such a value would reach the converter as
+    a Python list where it reads an input name."""
+    params = [p.name for p in inspect.signature(fn).parameters.values() if p.kind == p.POSITIONAL_OR_KEYWORD][1:]
+    named = sorted(set(node_attrs(node)) & set(params))
+    if not named or not onnx.defs.has(node.op_type):
+        return None
+    schema = onnx.defs.get_schema(node.op_type, opset)
+    stray = [a for a in named if a not in schema.attributes]
+    return f"attribute(s) {', '.join(stray)} ({node.op_type}-{schema.since_version} has no such attribute)" if stray \
+        else None
 
 
 def inferred_shapes(model: Any) -> dict[str, tuple[int, ...]]:
@@ -104,6 +124,26 @@ class Builder:
         """An error naming the file, the node and its op; the caller raises it."""
         return NodeUnsupported(self.path, Problem(self.label(self.node), self.op_type, what))
 
+    def invalid(self, what: str, todo: str = "fix the node against the ONNX operator spec") -> InputError:
+        """A one-line InputError for the current node breaking the ONNX operator spec (not merely
+        unsupported): `FILE: node NAME (OP): WHAT; TODO`. The caller raises it; it stops the import."""
+        return invalid(self.path, f"node {self.label(self.node)} ({self.op_type})", what, todo)
+
+    def axis(self, value: Any, rank: int, what: str = "axis") -> int:
+        """An axis attribute or input value in [-rank, rank) (ONNX operator spec), as 0..rank-1.
+
+        Raises InputError (self.invalid) outside that range or when it is not an integer."""
+        if isinstance(value, bool) or not isinstance(value, int | np.integer) or not -rank <= value < rank:
+            raise self.invalid(f"{what} {value!r} out of range for rank {rank} (ONNX: [-{rank}, {rank - 1}])")
+        return int(value) % rank
+
+    def axes(self, values: Any, rank: int, what: str = "axes") -> list[int]:
+        """Several axes (self.axis each), none repeated (ONNX operator spec), as 0..rank-1."""
+        out = [self.axis(v, rank, what) for v in values]
+        if len(set(out)) != len(out):
+            raise self.invalid(f"{what} {[int(v) for v in values]} repeat an axis")
+        return out
+
     def convert(self, node: Any, fn: Callable[..., Any] | None, after: Callable[[int], None] | None = None) -> bool:
         """Run one converter on one ONNX node, mapping inputs positionally and attributes by name
         (then `after(index of its first IR node)`). An unsupported node does not stop the
@@ -145,12 +185,16 @@ class Builder:
         """List in self.errors every node whose op has no converter or whose attributes / inputs its
         converter cannot take; convert() then skips them. Static (no shapes), so these are found even
         behind an unsupported node whose outputs are unknown. True when some op has no converter.
+        The converters are those of the default ONNX domain: a node of another domain (onnxruntime's
+        com.microsoft, ai.onnx.ml) is unsupported whatever its op_type.
         Also indexes the nodes (for `#INDEX` labels) unless the caller set self.index already."""
         self.index = self.index or {tuple(n.output): i for i, n in enumerate(nodes)}
-        missing = [n for n in nodes if n.op_type not in converters]
-        self.errors += [Problem(self.label(n), n.op_type, UNKNOWN_OP) for n in missing]
+        missing = [n for n in nodes if n.op_type not in converters or n.domain not in DEFAULT_DOMAINS]
+        self.errors += [Problem(self.label(n), n.op_type, UNKNOWN_OP if n.domain in DEFAULT_DOMAINS else
+                                f"op of domain {n.domain!r} (standard ONNX operators only)") for n in missing]
         for n in nodes:
-            if n.op_type in converters and (e := signature_error(n, converters[n.op_type])):
+            fn = converters.get(n.op_type) if n.domain in DEFAULT_DOMAINS else None
+            if fn is not None and (e := signature_error(n, fn) or input_as_attribute(n, fn, self.opset)):
                 self.errors.append(Problem(self.label(n), n.op_type, e))
                 self.rejected.add(tuple(n.output))
         self.rejected |= {tuple(n.output) for n in missing}
@@ -164,6 +208,23 @@ class Builder:
         if name not in self.consts:
             raise self.unsupported(f"non-constant {what} input {name!r} (must be an initializer)")
         return np.asarray(self.consts[name])
+
+    def ints(self, name: str, what: str) -> list[int]:
+        """A constant input that the ONNX spec types as a 1-D int64 tensor (shape, axes, starts, pads,
+        split, sizes) as a list. Raises NodeUnsupported when it is not a constant and InputError
+        (self.invalid) when it is not a 1-D (or scalar) integer tensor."""
+        v = self.const(name, what)
+        if v.ndim > 1 or v.dtype.kind not in "iu":
+            raise self.invalid(f"{what} input {name!r} of shape {list(v.shape)} and type {v.dtype} (ONNX: 1-D int64)")
+        return [int(x) for x in v.reshape(-1)]
+
+    def scalar(self, name: str, what: str) -> float:
+        """A constant input that the ONNX spec types as a scalar (Clip min / max, Dropout's
+        training_mode): one element. Raises InputError (self.invalid) otherwise."""
+        v = self.const(name, what)
+        if v.size != 1:
+            raise self.invalid(f"{what} input {name!r} of shape {list(v.shape)} (ONNX: a scalar)")
+        return float(v.reshape(-1)[0])
 
     def val(self, name: str) -> Val:
         if name not in self.vals:

@@ -37,6 +37,7 @@ from onnx.external_data_helper import load_external_data_for_model
 
 from toolchain.errors import InputError, UnsupportedModel
 from toolchain.frontend.onnx_qdq_strip import QDQ_OPS
+from toolchain.frontend.onnx_validate import MAX_DIM, validate
 
 UPGRADE_TO = 13
 MIN_OPSET = 11
@@ -82,9 +83,12 @@ def _bytes_key(path: Path) -> tuple[Path, str, bytes]:
 
 def read_onnx(path: str | Path) -> onnx.ModelProto:
     """The ONNX file as written, external data loaded from beside the file whatever the cwd (as
-    onnx.load does), cached while the file's bytes are unchanged. Read-only for callers.
+    onnx.load does), checked by toolchain.frontend.onnx_validate (ONNX IR spec), cached while the
+    file's bytes are unchanged. Read-only for callers. Both frontends and is_quantized_onnx read
+    the file through here (canonical_onnx too), so every path sees a validated model.
 
-    Raises InputError: no such file, not ONNX bytes, or external data missing."""
+    Raises InputError: no such file, not ONNX bytes, external data missing, or the model breaks
+    the ONNX IR rules (one line naming the node or tensor)."""
     path = Path(path)
     resolved, digest, data = _bytes_key(path)
     return _cached(("read", resolved, digest), lambda: _parse(path, resolved, data))
@@ -97,6 +101,7 @@ def _parse(path: Path, resolved: Path, data: bytes) -> onnx.ModelProto:
     except Exception as e:  # noqa: BLE001 - DecodeError, ValueError, a missing .data file, ...
         raise InputError(f"{path}: not an ONNX model ({type(e).__name__}); pass a .onnx file "
                          "(with its .onnx.data file beside it if it has one)") from None
+    validate(model, path)  # the ONNX IR rules: everything after this may assume a well-formed graph
     return model
 
 
@@ -172,6 +177,9 @@ def _static_inputs(m: onnx.ModelProto, path: Path, input_shapes: dict[str, tuple
             continue
         dims = inp.type.tensor_type.shape.dim
         given = input_shapes.get(inp.name)
+        if given is not None and not all(1 <= int(s) <= MAX_DIM for s in given):
+            raise InputError(f"{path}: input_shapes for {inp.name!r}: {list(given)} (each dimension 1 to {MAX_DIM}); "
+                             "fix `input_shapes` in the YAML")
         if given is None:
             if not inp.type.tensor_type.HasField("shape"):
                 continue  # rank unknown: the frontend asks for input_shapes

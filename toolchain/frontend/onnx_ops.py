@@ -94,12 +94,13 @@ def div(b: Builder, A, B):
 @converter("Concat")
 def concat(b: Builder, *inputs, axis=None):
     if axis is None:
-        raise b.unsupported("Concat without axis")
+        raise b.invalid("no axis (required by the ONNX spec)")
     if all(b.is_const(n) for n in inputs):
+        b.axis(axis, b.const(inputs[0], "input").ndim)
         b.consts[b.node.output[0]] = np.concatenate([b.const(n, "input") for n in inputs], axis=axis)
         return
     rank = next(len(b.onnx_shape(n)) for n in inputs if not b.is_const(n))
-    ax = axis % rank
+    ax = b.axis(axis, rank)
     xs, nhwc = _operands(b, list(inputs))
     if nhwc and rank != 4:
         nhwc = False
@@ -112,10 +113,10 @@ def pad(b: Builder, data, pads=None, constant_value=None, axes=None, *, mode="co
     if mode != "constant":
         raise b.unsupported(f"Pad mode {mode!r} (constant only)")
     shape = b.onnx_shape(data)
-    p = [int(v) for v in (b.const(pads, "pads") if isinstance(pads, str) else pads or [])]
-    ax = [int(a) % len(shape) for a in b.const(axes, "axes")] if axes else list(range(len(shape)))
+    p = b.ints(pads, "pads") if isinstance(pads, str) else [int(v) for v in pads or []]
+    ax = b.axes(b.ints(axes, "axes"), len(shape)) if axes else list(range(len(shape)))
     if len(p) != 2 * len(ax):
-        raise b.unsupported(f"pads {p} for axes {ax}")
+        raise b.invalid(f"pads {p} for axes {ax} (ONNX: 2 values per axis)")
     if any(v < 0 for v in p):
         raise b.unsupported(f"negative pads {p} (cropping)")
     per = [(0, 0)] * len(shape)
@@ -175,15 +176,19 @@ def resize(b: Builder, X, roi=None, scales=None, sizes=None, *, mode="nearest", 
                             f"nearest_mode {nearest_mode!r}")
     if coordinate_transformation_mode == "tf_half_pixel_for_nn" and mode != "nearest":
         raise b.unsupported("tf_half_pixel_for_nn with linear mode")
-    full = list(axes) if axes else list(range(4))
+    full = b.axes(list(axes), 4) if axes else list(range(4))
     if sizes and b.const(sizes, "sizes").size:
-        out = [int(v) for v in b.const(sizes, "sizes")]
+        out = b.ints(sizes, "sizes")
+        if len(out) != len(full) or min(out) < 1:
+            raise b.invalid(f"sizes {out} for axes {full} (ONNX: one positive size per axis)")
         full_out = list(shape)
         for a, v in zip(full, out, strict=True):
             full_out[a % 4] = v
         scale = None
     else:
-        sc = [float(v) for v in b.const(scales, "scales")]
+        sc = [float(v) for v in b.const(scales, "scales").reshape(-1)]
+        if len(sc) != len(full) or not all(0 < v < math.inf for v in sc):
+            raise b.invalid(f"scales {sc} for axes {full} (ONNX: one finite positive scale per axis)")
         full_sc = [1.0] * 4
         for a, v in zip(full, sc, strict=True):
             full_sc[a % 4] = v

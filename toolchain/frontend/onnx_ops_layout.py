@@ -26,8 +26,10 @@ from toolchain.ops.softmax import SoftmaxAttrs
 def depth_to_space(b: Builder, input, *, blocksize=None, mode="DCR"):  # noqa: A002
     if mode not in ("DCR", "CRD"):
         raise b.unsupported(f"DepthToSpace mode {mode!r} (DCR or CRD)")
-    if blocksize is None or len(b.onnx_shape(input)) != 4:
-        raise b.unsupported("DepthToSpace without blocksize or on a non-4-D input")
+    if blocksize is None or blocksize < 1:
+        raise b.invalid(f"blocksize {blocksize} (required, at least 1)")
+    if len(b.onnx_shape(input)) != 4:
+        raise b.unsupported("DepthToSpace on a non-4-D input")
     return b.emit(OpKind.DEPTH_TO_SPACE, [b.nhwc(input)], DepthToSpaceAttrs(int(blocksize), mode), nhwc=True)
 
 
@@ -35,8 +37,10 @@ def depth_to_space(b: Builder, input, *, blocksize=None, mode="DCR"):  # noqa: A
 def space_to_depth(b: Builder, input, *, blocksize=None, mode="DCR"):  # noqa: A002
     if mode != "DCR":  # newer ONNX SpaceToDepth takes a mode; only DCR (the opset 13 order) here
         raise b.unsupported(f"SpaceToDepth mode {mode!r} (DCR only)")
-    if blocksize is None or len(b.onnx_shape(input)) != 4:
-        raise b.unsupported("SpaceToDepth without blocksize or on a non-4-D input")
+    if blocksize is None or blocksize < 1:
+        raise b.invalid(f"blocksize {blocksize} (required, at least 1)")
+    if len(b.onnx_shape(input)) != 4:
+        raise b.unsupported("SpaceToDepth on a non-4-D input")
     return b.emit(OpKind.SPACE_TO_DEPTH, [b.nhwc(input)], SpaceToDepthAttrs(int(blocksize)), nhwc=True)
 
 
@@ -48,7 +52,7 @@ def _softmax_like(b: Builder, kind: OpKind, attrs, input, axis):  # noqa: A002
     transpose); any other axis is moved last by a transpose and back."""
     shape = b.onnx_shape(input)
     rank = len(shape)
-    ax = (axis if axis is not None else (-1 if b.opset >= 13 else 1)) % rank
+    ax = b.axis(axis if axis is not None else (-1 if b.opset >= 13 else 1), rank)
     if b.opset < 13 and ax != rank - 1:  # Softmax-11: over the flattened axes [ax:]
         x = b.onnx_order(input)
         rows = int(np.prod(shape[:ax], dtype=np.int64))
@@ -93,6 +97,8 @@ def upsample(b: Builder, X, scales_input=None, *, mode="nearest", scales=None):
         sc = [float(v) for v in scales]
     else:
         raise b.unsupported("Upsample without scales")
+    if not all(0 < v < math.inf for v in sc):
+        raise b.invalid(f"scales {sc} (ONNX: finite and positive)")
     if len(shape) != 4 or len(sc) != 4:
         raise b.unsupported(f"Upsample of rank {len(shape)} (4-D NCHW only)")
     if sc[0] != 1.0 or sc[1] != 1.0 or min(sc) < 1.0:

@@ -60,14 +60,14 @@ def onnx_slice_bounds(d: int, start: int, end: int, step: int) -> tuple[int, int
 @converter("Slice")
 def slice_(b: Builder, data, starts, ends, axes=None, steps=None):
     shape = tuple(b.const(data, "data").shape) if b.is_const(data) else b.onnx_shape(data)
-    st, en = [int(v) for v in b.const(starts, "starts")], [int(v) for v in b.const(ends, "ends")]
-    ax = [int(v) for v in b.const(axes, "axes")] if axes else list(range(len(st)))
-    sp = [int(v) for v in b.const(steps, "steps")] if steps else [1] * len(st)
-    if not len(st) == len(en) == len(ax) == len(sp) or any(not -len(shape) <= a < len(shape) for a in ax):
-        raise b.unsupported(f"starts/ends/axes/steps {st}/{en}/{ax}/{sp} for rank {len(shape)}")
-    ax = [a % len(shape) for a in ax]
-    if len(set(ax)) != len(ax) or 0 in sp:
-        raise b.unsupported(f"repeated axes {ax} or step 0 in {sp}")
+    st, en = b.ints(starts, "starts"), b.ints(ends, "ends")
+    ax = b.ints(axes, "axes") if axes else list(range(len(st)))
+    sp = b.ints(steps, "steps") if steps else [1] * len(st)
+    if not len(st) == len(en) == len(ax) == len(sp):
+        raise b.invalid(f"starts/ends/axes/steps {st}/{en}/{ax}/{sp} of different lengths")
+    ax = b.axes(ax, len(shape))
+    if 0 in sp:
+        raise b.invalid(f"step 0 in steps {sp}")
     bounds = {a: onnx_slice_bounds(shape[a], s, e, p) for a, s, e, p in zip(ax, st, en, sp, strict=True)}
     if b.is_const(data):  # shape arithmetic of the exporter: evaluate now
         idx = tuple(slice(s, s + p * n if s + p * n >= 0 else None, p) if n else slice(0, 0)
@@ -82,12 +82,11 @@ def slice_(b: Builder, data, starts, ends, axes=None, steps=None):
 def split(b: Builder, input, split_input=None, *, axis=0, split=None, num_outputs=None):  # noqa: A002
     shape = b.onnx_shape(input)
     r = len(shape)
-    if not -r <= axis < r:
-        raise b.unsupported(f"axis {axis} for rank {r}")
+    b.axis(axis, r)
     ax, n_out = axis % r, len(b.node.output)
     d = shape[ax]
     if split_input:
-        sizes = [int(v) for v in b.const(split_input, "split")]
+        sizes = b.ints(split_input, "split")
     elif split is not None:
         sizes = [int(v) for v in split]
     elif num_outputs is not None:  # Split-18: ceil(d / n) each, the last one smaller
@@ -99,7 +98,9 @@ def split(b: Builder, input, split_input=None, *, axis=0, split=None, num_output
         if d % n_out:
             raise b.unsupported(f"equal split of {d} into {n_out} outputs")
         sizes = [d // n_out] * n_out
-    if len(sizes) != n_out or sum(sizes) != d or min(sizes) < 1:
+    if len(sizes) != n_out or sum(sizes) != d or min(sizes) < 0:  # ONNX Split: sizes sum to the axis
+        raise b.invalid(f"split sizes {sizes} of {d} into {n_out} outputs")
+    if min(sizes) < 1:
         raise b.unsupported(f"split sizes {sizes} of {d} into {n_out} outputs (empty parts are not supported)")
     x, nhwc = _layout(b, input)
     start = 0
@@ -113,8 +114,7 @@ def split(b: Builder, input, split_input=None, *, axis=0, split=None, num_output
 def gather(b: Builder, data, indices, *, axis=0):
     shape = tuple(b.const(data, "data").shape) if b.is_const(data) else b.onnx_shape(data)
     r = len(shape)
-    if not -r <= axis < r:
-        raise b.unsupported(f"axis {axis} for rank {r}")
+    b.axis(axis, r)
     ax = axis % r
     idx = np.asarray(b.const(indices, "indices"), np.int64)
     if np.any(idx < -shape[ax]) or np.any(idx >= shape[ax]):

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from toolchain.frontend.onnx import converter
+from toolchain.frontend.onnx import converter, spatial_attrs
 from toolchain.frontend.onnx_builder import Builder
 from toolchain.frontend.onnx_ops import NCHW_TO_NHWC_AXIS
 from toolchain.ops.common import NO_ACT
@@ -38,12 +38,12 @@ def _reduce(b: Builder, kind: OpKind, data, axes_input, axes, keepdims, noop_wit
     """onnx_ops.reduce_mean's layout rules for every reduction kind; non-contiguous IR axes are
     gathered first (emit_reduction)."""
     shape = b.onnx_shape(data)
-    ax = [int(a) for a in b.const(axes_input, "axes")] if axes_input else list(axes or [])
+    ax = b.ints(axes_input, "axes") if axes_input else list(axes or [])
     if not ax:
         if noop_with_empty_axes:
             return b.alias(data)
         ax = list(range(len(shape)))
-    ax = sorted({a % len(shape) for a in ax})
+    ax = sorted({b.axis(a, len(shape), "axes") for a in ax})
     if b.is_nhwc(data):
         mapped = tuple(sorted(NCHW_TO_NHWC_AXIS[a] for a in ax))
         if keepdims:
@@ -107,17 +107,23 @@ def conv_transpose(b: Builder, X, W, B=None, *, auto_pad="NOTSET", dilations=Non
     w = b.const(W, "weights")  # [Cin, Cout / group, KH, KW]
     if w.ndim != 4:
         raise b.unsupported(f"only 2-D ConvTranspose is supported (weights of rank {w.ndim})")
+    a = spatial_attrs(b, 2, kernel_shape=kernel_shape, strides=strides, dilations=dilations, pads=pads,
+                      output_padding=output_padding)
+    if a["kernel_shape"] is not None and a["kernel_shape"] != w.shape[2:]:
+        raise b.invalid(f"kernel_shape {list(kernel_shape)} for weights of shape {list(w.shape)}")
+    if group < 1:
+        raise b.invalid(f"group {group} (ONNX: at least 1)")
     if group != 1:
         raise b.unsupported(f"ConvTranspose group {group} (group 1 only)")
-    if dilations is not None and any(int(d) != 1 for d in dilations):
+    if a["dilations"] not in (None, (1, 1)):
         raise b.unsupported(f"ConvTranspose dilations {list(dilations)} (1 only)")
-    if kernel_shape is not None and tuple(kernel_shape) != w.shape[2:]:
-        raise b.unsupported(f"kernel_shape {list(kernel_shape)} for weights {list(w.shape)}")
     x = b.nhwc(X)
     n, h, wd, cin = b.shape(x)
     if cin != w.shape[0]:
-        raise b.unsupported(f"input channels {cin} for weights {list(w.shape)}")
-    strides = tuple(int(s) for s in strides) if strides else (1, 1)
+        raise b.invalid(f"input channels {cin} for weights of shape {list(w.shape)} "
+                        "(ONNX: W is [C, M / group, kH, kW])")
+    strides = a["strides"] or (1, 1)
+    pads, output_padding = a["pads"], a["output_padding"]
     if output_shape is not None:
         output_shape = tuple(int(s) for s in output_shape)[-2:]
     try:
@@ -125,8 +131,6 @@ def conv_transpose(b: Builder, X, W, B=None, *, auto_pad="NOTSET", dilations=Non
                                               tuple(output_padding or (0, 0)), output_shape, auto_pad)
     except ValueError as e:
         raise b.unsupported(f"ConvTranspose geometry: {e}") from None
-    if min(strides) < 1:
-        raise b.unsupported(f"strides {list(strides)}")
     bias = b.const(B, "bias") if B else np.zeros(w.shape[1], np.float32)
     args = [x, b.add_const("w", np.ascontiguousarray(w.transpose(1, 2, 3, 0))), b.add_const("b", bias)]
     return b.emit(OpKind.TRANSPOSE_CONV, args, TransposeConvAttrs(strides, pad, out_hw, NO_ACT), nhwc=True)

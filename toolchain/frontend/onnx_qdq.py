@@ -28,6 +28,7 @@ from toolchain.frontend.onnx import CONVERTERS, input_shape
 from toolchain.frontend.onnx_builder import Builder
 from toolchain.frontend.onnx_canonical import canonical_onnx, opset_of, read_onnx
 from toolchain.frontend.onnx_qdq_strip import QDQ_OPS, Stripped, elem_types, strip
+from toolchain.frontend.onnx_validate import DEFAULT_DOMAINS
 from toolchain.frontend.unsupported import summary_error
 from toolchain.ir import DType, Graph, Node, QuantParams, Tensor
 from toolchain.ops.depthwise_conv2d import DepthwiseConv2DAttrs
@@ -101,12 +102,13 @@ _pool_override("GlobalAveragePool")
 
 
 def is_quantized_onnx(path: str | Path) -> bool:
-    """True for a readable ONNX file with QuantizeLinear/DequantizeLinear/QLinear*/*Integer nodes."""
+    """True for a readable, valid ONNX file with QuantizeLinear/DequantizeLinear/QLinear*/*Integer nodes
+    of the default domain (an invalid file is False: load_onnx then reports it)."""
     try:
         model = read_onnx(path)  # cached: the frontend reads the same file next
     except InputError:  # not ONNX: load_onnx reports it
         return False
-    return any(n.op_type in QDQ_OPS for n in model.graph.node)
+    return any(n.op_type in QDQ_OPS and n.domain in DEFAULT_DOMAINS for n in model.graph.node)
 
 
 def _map_consts(b: QdqBuilder, node: Any, s: Stripped, first: int) -> None:

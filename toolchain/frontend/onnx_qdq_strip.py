@@ -23,6 +23,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+from toolchain.frontend.onnx_validate import DEFAULT_DOMAINS
 from toolchain.frontend.unsupported import Problem, node_label
 from toolchain.ir import DType, QuantParams, Tensor
 
@@ -154,8 +155,13 @@ class Stripper:
             self.s.weight_source[name] = source
         return name
 
-    def emit(self, op: str, inputs: list[str], outputs: list[str], name: str, **attrs: Any) -> None:
-        self.s.nodes.append(helper.make_node(op, inputs, outputs, name=name, **attrs))
+    def emit(self, op: str, inputs: list[str], outputs: list[str], name: str, attrs_of: Any = None) -> None:
+        """A float core node; `attrs_of`: the ONNX node whose attributes it takes, copied as written
+        (rebuilding them from values loses the type of an empty list)."""
+        new = helper.make_node(op, inputs, outputs, name=name)
+        if attrs_of is not None:
+            new.attribute.extend(attrs_of.attribute)
+        self.s.nodes.append(new)
 
     # -- the walk ----------------------------------------------------------------------------
     def run(self) -> Stripped:
@@ -174,7 +180,8 @@ class Stripper:
                 continue
             emitted = len(self.s.nodes)
             try:
-                getattr(self, f"on_{node.op_type}", self.on_float)(node)
+                standard = node.domain in DEFAULT_DOMAINS  # other domains: on_float refuses them
+                getattr(self, f"on_{node.op_type}" if standard else "on_float", self.on_float)(node)
             except Skip as e:
                 self.s.errors.append(Problem(node_label(node.name, index), node.op_type, str(e)))
                 self.failed.update(node.output)
@@ -252,7 +259,7 @@ class Stripper:
         if len(i) > 8 and i[8]:
             ins.append(self._bias(f"{node.output[0]}__b", self.const(i[8], "bias"), self.s.acts[x], w_qp))
         self._out(node, self.const(i[6], "y_scale"), self.const(i[7], "y_zero_point"))
-        self.emit("Conv", ins, [node.output[0]], node.name, **_attrs(node))
+        self.emit("Conv", ins, [node.output[0]], node.name, node)
 
     def on_QLinearMatMul(self, node: Any) -> None:  # noqa: N802
         i = node.input
@@ -299,8 +306,7 @@ class Stripper:
             bias = _channel_vector(np.asarray(self.const(b_in, "bias"), np.float64), cout, op, "bias")
             self.s.consts[f"{out}__bias"] = bias.astype(np.float32)
             ins.append(f"{out}__bias")
-        attrs = _attrs(node) if op == "Conv" else {}
-        self.emit(op, ins, [out], node.name, **attrs)
+        self.emit(op, ins, [out], node.name, node if op == "Conv" else None)
         self.done.update(id(n) for n in chain)
 
     def _requant_chain(self, node: Any) -> tuple[list[Any], str]:
@@ -344,11 +350,7 @@ class Stripper:
             self.int_dtype[node.output[0]] = self.int_dtype.get(ints[0], np.dtype(np.int8))
             self.set_act(node.output[0], qp)
             self.s.int_of[node.output[0]] = (node.output[0], qp)
-        self.s.nodes.append(helper.make_node(node.op_type, ins, list(node.output), name=node.name, **_attrs(node)))
-
-
-def _attrs(node: Any) -> dict[str, Any]:
-    return {a.name: helper.get_attribute_value(a) for a in node.attribute}
+        self.emit(node.op_type, ins, list(node.output), node.name, node)
 
 
 def _close(a: QuantParams, b: QuantParams) -> bool:

@@ -18,7 +18,7 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from toolchain.errors import UnsupportedModel
+from toolchain.errors import UnsupportedModel, printable
 
 UNKNOWN_OP = "unknown op"
 EDGES = ("graph input", "graph output")  # Problem.op of a model input / output that is not a node
@@ -62,9 +62,10 @@ class NodeUnsupported(UnsupportedModel):
 
 
 def node_label(name: str, index: int | None) -> str:
-    """How a node is named in errors: its name, or `#INDEX` (its position in the graph) when unnamed."""
+    """How a node is named in errors: its name (control characters escaped, see errors.printable), or
+    `#INDEX` (its position in the graph) when unnamed."""
     if name:
-        return name
+        return printable(name)
     return f"#{index}" if index is not None else "?"
 
 
