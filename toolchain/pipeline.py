@@ -150,9 +150,10 @@ def debug_defines() -> list[str]:
     """Test-only knobs from the environment: EDGECC_DEBUG_FAULT_AT_OP=k makes the test harness
     trap when op k starts, to exercise the fault path (exit 3 naming the op);
     EDGECC_DEBUG_OVERRUN_AT_OP=k makes op k write one byte past its output in a debug_guards build
-    (the guard path: exit 3, fault kind guard naming op k)."""
+    (the guard path: exit 3, fault kind guard naming op k); EDGECC_DEBUG_HANG_AT_OP=k makes the
+    harness spin forever when op k starts (the timeout path: exit 3, fault kind timeout naming op k)."""
     out = []
-    for knob in ("FAULT_AT_OP", "OVERRUN_AT_OP"):
+    for knob in ("FAULT_AT_OP", "OVERRUN_AT_OP", "HANG_AT_OP"):
         op = os.environ.get(f"EDGECC_DEBUG_{knob}")
         if op and op.lstrip("-").isdigit():
             out.append(f"ECC_DEBUG_{knob}={int(op)}")
