@@ -26,6 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from toolchain import signals
 from toolchain.errors import EdgeccError, InputError
 
 if TYPE_CHECKING:
@@ -349,6 +350,7 @@ def error_text(e: EdgeccError) -> str:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the `edgecc` console script; returns the exit status."""
     args = _parser().parse_args(argv)
+    signals.install()  # SIGTERM/SIGHUP unwind like Ctrl-C (temp folder removed, QEMU killed)
     try:
         if args.cmd == "boards":
             return _boards()
@@ -361,9 +363,8 @@ def main(argv: list[str] | None = None) -> int:
     except EdgeccError as e:
         print(error_text(e), file=sys.stderr)
         return e.exit_code
-    except KeyboardInterrupt:
-        print("edgecc: interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as e:
+        return signals.interrupted(e)
 
 
 if __name__ == "__main__":
