@@ -59,9 +59,9 @@ def test_signal_during_board_run_cleans_up(need_board, tmp_path, sig):
     np.save(data, np.tile(np.load(DIGITS / "verify.npy"), (400, 1, 1, 1)))
     env = {**os.environ, "EDGECC_DEBUG_HANG_AT_OP": "2", "PYTHONPATH": str(REPO)}
     env.pop("EDGECC_DEBUG_FAULT_AT_OP", None)
-    proc = subprocess.Popen([sys.executable, "-m", "toolchain.cli", "run", str(DIGITS_YAML), "--board", "mps2-an386",
-                             "--verify", str(data), "--out", str(out), "--quiet"], cwd=REPO, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)  # fmt: skip
+    cmd = [sys.executable, "-m", "toolchain.cli", "run", str(DIGITS_YAML), "--board", "mps2-an386",
+           "--verify", str(data), "--out", str(out), "--quiet"]
+    proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline, qemu = time.monotonic() + 120, []
         while not qemu and proc.poll() is None and time.monotonic() < deadline:
