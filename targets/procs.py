@@ -18,6 +18,7 @@ from pathlib import Path
 
 _LOCK = threading.Lock()
 _LIVE: set[int] = set()  # process-group ids of running children (each child leads its own group)
+_closing = False  # set by kill_all: children started afterwards (queued compiles) are killed at once
 
 
 def _killpg(pgid: int) -> None:
@@ -38,6 +39,8 @@ def spawned(cmd: Sequence[str], *, cwd: Path | None = None, env: dict[str, str] 
                             stderr=subprocess.PIPE, start_new_session=True)  # fmt: skip
     with _LOCK:
         _LIVE.add(proc.pid)
+    if _closing:
+        _killpg(proc.pid)
     try:
         yield proc
     except BaseException:
@@ -50,15 +53,18 @@ def spawned(cmd: Sequence[str], *, cwd: Path | None = None, env: dict[str, str] 
 
 
 def kill_all() -> int:
-    """SIGKILL every registered child process group; returns how many there were. Safe to call
-    from a signal handler (no lock is waited for: a held lock means a registration in progress,
-    and that child is killed by its own `spawned` block when the exception unwinds it)."""
-    if not _LOCK.acquire(blocking=False):
-        return 0
-    try:
-        groups = list(_LIVE)
-    finally:
-        _LOCK.release()
+    """SIGKILL every registered child process group, and every one started from now on in this
+    process; returns how many were running. Safe in a signal handler: it takes no lock (list() of a
+    set runs without releasing the GIL, so no registration interleaves)."""
+    global _closing
+    _closing = True
+    groups = list(_LIVE)
     for pgid in groups:
         _killpg(pgid)
     return len(groups)
+
+
+def reset() -> None:
+    """Allow children again after kill_all (a new command in the same process, e.g. in tests)."""
+    global _closing
+    _closing = False

@@ -44,6 +44,7 @@ def install() -> None:
     if threading.current_thread() is not threading.main_thread():
         return
     _raised = False
+    procs.reset()
     for sig in HANDLED:
         signal.signal(sig, _handler)
 
