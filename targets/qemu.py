@@ -116,9 +116,8 @@ def _execute(cmd: list[str], cwd: Path, timeout_s: float,
                     os.killpg(proc.pid, signal.SIGKILL)
                 except ProcessLookupError:
                     pass  # exited after answering
-                out, err = proc.communicate()  # whatever was printed before the kill
-                if answered is not None:
-                    out, err = answered[0] + out, answered[1] + err
+                # the answer holds all the output; otherwise whatever was printed before the kill
+                out, err = answered if answered is not None else proc.communicate()
                 return out.decode(errors="replace"), err.decode(errors="replace"), None, True
     except FileNotFoundError:
         raise RunError(f"cannot run: '{cmd[0]}' not found") from None

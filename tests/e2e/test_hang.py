@@ -56,6 +56,7 @@ def test_frozen_hosted_guest_times_out_naming_the_op(edgecc, need_board, monkeyp
     res = edgecc("run", DIGITS_YAML, "--board", "host", "--out", out, "--quiet")
     f = _assert_exit3_naming(res, out, 2, "timeout")
     assert f["reason"] == "TIMEOUT" and f["timeout_s"] > 0
+    assert (out / "fw" / "run.log").read_text().count("OP=2") == 1  # the guest's answer, logged once
 
 
 def test_frozen_resnet8_on_m4_ends_within_60s_naming_the_op(edgecc, need_board, monkeypatch, tmp_path):
