@@ -8,10 +8,10 @@ unchanged (tests/e2e/expected_counts.json).
 """
 from __future__ import annotations
 
+import shutil
 import subprocess
 
 import pytest
-from e2e_helpers import DIGITS_YAML
 
 LEVELS = ["-O0", "-Og", "-Os"]
 # board -> (compiler, its architecture flags; as boards.yaml without the -O level)
@@ -23,26 +23,10 @@ BOARDS = {
 ISA = {"mps2-an386": "dsp", "mps3-an547": "helium", "aarch64": "neon"}
 
 
-@pytest.fixture(scope="module")
-def libs(tmp_path_factory, edgecc):
-    """libs(board) -> OUT/lib of `edgecc build` of the digits example for that board (cached)."""
-    cache = {}
-
-    def get(board: str):
-        if board not in cache:
-            out = tmp_path_factory.mktemp(f"lib-{board}") / "out"
-            res = edgecc("build", DIGITS_YAML, "--board", board, "--out", out, "--quiet")
-            assert res.code == 0, res.err
-            cache[board] = out / "lib"
-        return cache[board]
-
-    return get
-
-
 @pytest.mark.parametrize("board", sorted(BOARDS))
-def test_library_compiles_at_every_level(libs, need_board, tmp_path, board):
-    need_board(board)
-    lib = libs(board)
+def test_library_compiles_at_every_level(digits_build, tmp_path, board):
+    lib = tmp_path / "lib"  # a copy: the session's build stays as it is
+    shutil.copytree(digits_build(board) / "lib", lib)
     cc, arch = BOARDS[board]
     sources = sorted(p.name for p in lib.glob("*.c"))
     assert any(s.startswith(f"ecc_{ISA[board]}_") for s in sources), f"no {ISA[board]} kernel in {sources}"
@@ -50,5 +34,3 @@ def test_library_compiles_at_every_level(libs, need_board, tmp_path, board):
         cmd = [cc, *arch, level, "-Wall", "-Wextra", "-Werror", "-std=c99", "-I.", "-c", *sources]
         p = subprocess.run(cmd, cwd=lib, capture_output=True, text=True, timeout=300)
         assert p.returncode == 0, f"{board} {level}:\n$ {' '.join(cmd)}\n{p.stderr[-3000:]}"
-        for o in lib.glob("*.o"):
-            o.unlink()
