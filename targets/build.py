@@ -17,6 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from targets import procs
 from targets.errors import BuildError, CompileError
 from targets.linker import SUPPORT_DIR, sections_template, write_linker_script
 from targets.mapfile import SectionSizes, parse_map_sizes
@@ -102,9 +103,11 @@ def _run_tool(cmd: list[str], what: str) -> subprocess.CompletedProcess[str]:
     # LC_ALL=C: plain ASCII quotes and English messages, so errors parse and read the same everywhere.
     env = {**os.environ, "LC_ALL": "C"}
     try:
-        return subprocess.run(cmd, capture_output=True, text=True, check=False, env=env)
+        with procs.spawned(cmd, env=env, stdin=None) as proc:  # registered: an interrupt kills it
+            out, err = proc.communicate()
     except FileNotFoundError:
         raise BuildError(f"{what}: '{cmd[0]}' not found on PATH") from None
+    return subprocess.CompletedProcess(cmd, proc.returncode, out.decode(errors="replace"), err.decode(errors="replace"))
 
 
 def _board_cflags(target: Target, opt_flags: Sequence[str] | None) -> list[str]:

@@ -12,9 +12,10 @@ import signal
 import subprocess
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from targets import hang, procs
 from targets.errors import RunError
 from targets.plugin import plugin_path
 from targets.runlog import (Fault, PluginCounts, RunLog, decode_cfsr, parse_fault, parse_guard, parse_plugin_log,
@@ -25,7 +26,7 @@ __all__ = ["Fault", "RunLog", "decode_cfsr", "parse_fault", "parse_plugin_log", 
 
 # Fixed qemu-system options: no display/monitor/UART (semihosting is the console), and semihosting
 # file I/O relative to QEMU's working directory ("native" = semihosting calls go to the host).
-_SYSTEM_ARGS = ("-nographic", "-monitor", "none", "-serial", "null")
+_SYSTEM_ARGS = ("-nographic", "-serial", "null")  # plus a monitor on a socket (targets.hang)
 _PLUGIN_LOAD_ERRORS = ("Failed to load plugin", "plugin requires API version", "does not declare API version")
 
 
@@ -71,11 +72,19 @@ def symbol_addresses(target: Target, elf: Path, names: Sequence[str]) -> list[in
     return addrs
 
 
+def _optional_symbol(target: Target, elf: Path, name: str) -> int | None:
+    """The address of `name` in `elf`, or None if nm fails or the symbol is absent."""
+    try:
+        return symbol_addresses(target, elf, [name])[0]
+    except RunError:
+        return None
+
+
 def _escape_opt(value: str) -> str:
     return value.replace(",", ",,")  # QEMU option syntax: a literal comma is written twice
 
 
-def _command(target: Target, elf: Path, args: Sequence[str], plugin: list[str]) -> list[str]:
+def _command(target: Target, elf: Path, args: Sequence[str], plugin: list[str], monitor: Path) -> list[str]:
     kind = target.run.kind
     if kind is RunKind.NATIVE:
         return [str(elf), *args]
@@ -87,29 +96,42 @@ def _command(target: Target, elf: Path, args: Sequence[str], plugin: list[str]) 
         semihosting += "".join(f",arg={_escape_opt(a)}" for a in (str(elf), *args))
     # SysTick timing is only deterministic with -icount (qemu-and-toolchains.md 2.6)
     icount = ["-icount", f"shift={target.run.icount_shift}"] if target.run.time_source is TimeSource.SYSTICK else []
-    return [target.run.executable, *target.run.args, *_SYSTEM_ARGS, *icount, "-semihosting-config", semihosting,
+    return [target.run.executable, *target.run.args, *_SYSTEM_ARGS, *hang.monitor_args(monitor), *icount,
+            "-semihosting-config", semihosting,
             *plugin, "-kernel", str(elf)]  # fmt: skip
 
 
-def _execute(cmd: list[str], cwd: Path, timeout_s: float) -> tuple[str, str, int | None, bool]:
-    """Run `cmd` in its own process group; on timeout kill the whole group (QEMU and children)."""
+def _execute(cmd: list[str], cwd: Path, timeout_s: float,
+             ask: Callable[[subprocess.Popen[bytes]], tuple[bytes, bytes] | None]) -> tuple[str, str, int | None, bool]:
+    """Run `cmd` in its own process group (registered in targets.procs, so an interrupted edgecc
+    kills it too); on timeout `ask` the guest which op it is in, then kill the whole group."""
     try:
-        proc = subprocess.Popen(cmd, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, start_new_session=True)  # fmt: skip
+        with procs.spawned(cmd, cwd=cwd) as proc:
+            try:
+                out, err = proc.communicate(timeout=timeout_s)
+                return out.decode(errors="replace"), err.decode(errors="replace"), proc.returncode, False
+            except subprocess.TimeoutExpired:
+                answered = ask(proc)
+                try:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass  # exited after answering
+                # the answer holds all the output; otherwise whatever was printed before the kill
+                out, err = answered if answered is not None else proc.communicate()
+                return out.decode(errors="replace"), err.decode(errors="replace"), None, True
     except FileNotFoundError:
         raise RunError(f"cannot run: '{cmd[0]}' not found") from None
     except PermissionError:
         raise RunError(f"cannot run: '{cmd[0]}' is not executable") from None
-    try:
-        out, err = proc.communicate(timeout=timeout_s)
-        return out.decode(errors="replace"), err.decode(errors="replace"), proc.returncode, False
-    except subprocess.TimeoutExpired:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass  # exited between the timeout and the kill
-        out, err = proc.communicate()
-        return out.decode(errors="replace"), err.decode(errors="replace"), None, True
+
+
+def _timeout_fault(stderr: str, asked_op: int | None, timeout_s: float) -> Fault:
+    """The Fault of a run killed at its timeout: the op it was in, from the hosted guest's answer to
+    hang.ASK_SIGNAL (a FAULT line) or from the word read through the QEMU monitor; -1 if unknown."""
+    answer = parse_fault(stderr)
+    op = answer.op if answer is not None and answer.signal == hang.ASK_SIGNAL else asked_op
+    return Fault(reason="TIMEOUT", op=-1 if op is None else op, kind="timeout",
+                 line=f"timeout after {timeout_s:.1f} s")
 
 
 def run_firmware(
@@ -150,9 +172,19 @@ def run_firmware(
             spec = ",".join([str(plugin_path()), *(f"mark=0x{a:x}" for a in addrs), "exact=1",
                              *([f"classes=1,isa={isa}"] if classes else [])])
             plugin = ["-plugin", spec, "-d", "plugin", "-D", str(log_path)]
-        cmd = _command(target, elf, args, plugin)
+        monitor = Path(tmp) / "monitor.sock"
+        cmd = _command(target, elf, args, plugin, monitor)
+        asked: list[int | None] = [None]
+
+        def ask(proc: subprocess.Popen[bytes]) -> tuple[bytes, bytes] | None:
+            if target.run.kind is not RunKind.QEMU_SYSTEM:
+                return hang.ask_hosted(proc)
+            addr = _optional_symbol(target, elf, hang.CURRENT_OP_SYMBOL)
+            asked[0] = None if addr is None else hang.read_word(monitor, addr)
+            return None
+
         start = time.monotonic()
-        stdout, stderr, rc, timed_out = _execute(cmd, cwd, timeout_s)
+        stdout, stderr, rc, timed_out = _execute(cmd, cwd, timeout_s, ask)
         wall = time.monotonic() - start
         if use_plugin and any(e in stderr for e in _PLUGIN_LOAD_ERRORS):
             line = next(ln for ln in stderr.splitlines() if any(e in ln for e in _PLUGIN_LOAD_ERRORS))
@@ -167,7 +199,7 @@ def run_firmware(
         stderr=stderr,
         returncode=rc,
         timed_out=timed_out,
-        fault=parse_fault(stderr) or parse_guard(stdout),
+        fault=_timeout_fault(stderr, asked[0], timeout_s) if timed_out else parse_fault(stderr) or parse_guard(stdout),
         total_instructions=counts.total_instructions if counts else None,
         marks=counts.marks if counts else [],
         wall_s=wall,

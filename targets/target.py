@@ -25,6 +25,14 @@ class ISA(enum.Enum):
     NEON = "neon"
 
 
+VECTOR_ISAS = frozenset({ISA.HELIUM.value, ISA.NEON.value})
+# Run timeouts: RUN_STARTUP_S (emulator start, plugin load, file I/O) + RUN_MARGIN x the expected time
+# at the board's measured rates. The rates in boards.yaml were measured with the plugin on a loaded
+# 2-vCPU machine (load ~4); the margin covers a slower CI machine, and a frozen guest still ends soon.
+RUN_STARTUP_S = 3.0
+RUN_MARGIN = 3.0
+
+
 class RunKind(enum.Enum):
     """How an ELF for this board is executed."""
 
@@ -107,9 +115,14 @@ class RunSpec:
     args: tuple[str, ...]  # board-specific emulator argv (-M ..., -cpu ...)
     time_source: TimeSource
     cost_unit: str  # "instructions" | "us" | "cycles"
-    guest_ips: float  # approximate guest instructions per second (for run timeouts)
+    guest_ips: float  # guest instructions per second measured under QEMU (for run timeouts)
     core_clock_hz: float | None = None  # SysTick clock of the core (Hz); needed by time_source systick
     icount_shift: int = 3  # QEMU -icount shift for time_source systick: 2**shift ns of virtual time per insn
+    vector_ips: float | None = None  # the same for the vector kernels (helium, neon) when they emulate slower
+
+    def ips(self, isa: str) -> float:
+        """Measured guest instructions per second of kernels from ISA folder `isa`."""
+        return self.vector_ips if isa in VECTOR_ISAS and self.vector_ips else self.guest_ips
 
     @property
     def insns_per_tick(self) -> float | None:
@@ -143,13 +156,14 @@ class Target:
         """True if the core has ISA feature `feature` (e.g. "dsp", "mve", "dotprod")."""
         return feature in self.isa_features
 
-    def run_timeout_s(self, expected_instructions: int, *, margin: float = 10.0, floor_s: float = 5.0) -> float:
-        """Wall-clock timeout (seconds) for a run expected to retire `expected_instructions`.
-
-        Uses the board's approximate guest speed times a generous `margin` (loaded CI machines
-        and plugin overhead), never less than `floor_s`.
-        """
-        return max(floor_s, margin * expected_instructions / self.run.guest_ips)
+    def run_timeout_s(self, expected: int | Mapping[str, int], *, margin: float = RUN_MARGIN,
+                      startup_s: float = RUN_STARTUP_S) -> float:
+        """Wall-clock timeout (seconds) for a run expected to retire `expected` guest instructions,
+        or that many per kernel ISA folder (vector kernels at the board's vector rate): `startup_s`
+        plus `margin` times the expected time at the board's measured rates (boards.yaml run.guest_ips
+        and run.vector_ips)."""
+        per = expected if isinstance(expected, Mapping) else {ISA.PORTABLE.value: expected}
+        return startup_s + margin * sum(n / self.run.ips(isa) for isa, n in per.items())
 
 
 # ---------------------------------------------------------------------------------------------
@@ -281,15 +295,9 @@ def _run(f: _Fields) -> RunSpec:
     cost_unit = f.str_("run.cost_unit")
     if cost_unit not in COST_UNITS:
         raise f.fail("run.cost_unit", f"{cost_unit!r} is not one of: {', '.join(sorted(COST_UNITS))}")
-    ips = f.get("run.guest_ips")
-    if isinstance(ips, str):
-        # PyYAML (YAML 1.1) reads "2.0e9" as a string; accept it as a number.
-        try:
-            ips = float(ips)
-        except ValueError:
-            pass
-    if isinstance(ips, bool) or not isinstance(ips, int | float) or ips <= 0:
-        raise f.fail("run.guest_ips", f"expected a positive number (instructions/second), got {ips!r}")
+    ips = _rate(f, "run.guest_ips", f.get("run.guest_ips"))
+    vector_ips = f.get("run.vector_ips", None)
+    vector_ips = None if vector_ips is None else _rate(f, "run.vector_ips", vector_ips)
     clock = f.get("run.core_clock_hz", None)
     if isinstance(clock, str):
         try:
@@ -303,8 +311,20 @@ def _run(f: _Fields) -> RunSpec:
     shift = f.get("run.icount_shift", 3)
     if isinstance(shift, bool) or not isinstance(shift, int) or not 0 <= shift <= 10:
         raise f.fail("run.icount_shift", f"expected an integer 0..10, got {shift!r}")
-    return RunSpec(kind, executable, f.str_list("run.args", []), time_source, cost_unit, float(ips),
-                   None if clock is None else float(clock), shift)
+    return RunSpec(kind, executable, f.str_list("run.args", []), time_source, cost_unit, ips,
+                   None if clock is None else float(clock), shift, vector_ips)
+
+
+def _rate(f: _Fields, key: str, ips: Any) -> float:
+    if isinstance(ips, str):
+        # PyYAML (YAML 1.1) reads "2.0e9" as a string; accept it as a number.
+        try:
+            ips = float(ips)
+        except ValueError:
+            pass
+    if isinstance(ips, bool) or not isinstance(ips, int | float) or ips <= 0:
+        raise f.fail(key, f"expected a positive number (instructions/second), got {ips!r}")
+    return float(ips)
 
 
 def target_from_mapping(name: str, data: Any, source: str = "boards.yaml") -> Target:

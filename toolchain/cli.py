@@ -28,6 +28,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from toolchain import signals
 from toolchain.errors import EdgeccError, InputError, InternalError, one_line
 
 if TYPE_CHECKING:
@@ -394,6 +395,7 @@ def debugging() -> bool:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the `edgecc` console script; returns the exit status."""
     args = _parser().parse_args(argv)
+    signals.install()  # SIGTERM/SIGHUP unwind like Ctrl-C (temp folder removed, QEMU killed)
     if not debugging():  # library warnings (numpy, onnx) are not edgecc's messages: one line per error stays one
         import warnings
         warnings.simplefilter("ignore")
@@ -409,9 +411,8 @@ def main(argv: list[str] | None = None) -> int:
     except EdgeccError as e:
         print(error_text(e), file=sys.stderr)
         return e.exit_code
-    except KeyboardInterrupt:
-        print("edgecc: interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as e:
+        return signals.interrupted(e)
     except Exception as e:  # the last line of defence: a bug of ours is one line and exit 4, never a traceback
         if debugging():
             raise

@@ -17,7 +17,7 @@ import numpy as np
 import toolchain.isa  # noqa: F401 - registers every op and its ISA kernel variants
 from quantize import quantize
 from quantize.dequantize import dequantize_graph
-from targets import Target
+from targets import Target, TimeSource
 from targets.build import BuildResult, Footprint, build_firmware, check_fits
 from toolchain import __version__
 from toolchain.codegen.context import ModelContext, build_context
@@ -169,23 +169,49 @@ def debug_defines() -> list[str]:
     """Test-only knobs from the environment: EDGECC_DEBUG_FAULT_AT_OP=k makes the test harness
     trap when op k starts, to exercise the fault path (exit 3 naming the op);
     EDGECC_DEBUG_OVERRUN_AT_OP=k makes op k write one byte past its output in a debug_guards build
-    (the guard path: exit 3, fault kind guard naming op k)."""
+    (the guard path: exit 3, fault kind guard naming op k); EDGECC_DEBUG_HANG_AT_OP=k makes the
+    harness spin forever when op k starts (the timeout path: exit 3, fault kind timeout naming op k)."""
     out = []
-    for knob in ("FAULT_AT_OP", "OVERRUN_AT_OP"):
+    for knob in ("FAULT_AT_OP", "OVERRUN_AT_OP", "HANG_AT_OP"):
         op = os.environ.get(f"EDGECC_DEBUG_{knob}")
         if op and op.lstrip("-").isdigit():
             out.append(f"ECC_DEBUG_{knob}={int(op)}")
     return out
 
 
-def expected_instructions(build: Build, samples: int) -> int:
-    """A generous estimate of guest instructions for a whole run (for the timeout): ~40 per MAC
-    of the portable kernels, 64 per output byte, plus start-up; sample 0 also runs the warm-up and timed repeats."""
+# Guest instructions per MAC and per activation byte (read + written) of one op, by kernel ISA folder,
+# plus a fixed cost per op: fitted to the per-op counts of the MLPerf Tiny int8 models (ResNet-8, DS-CNN,
+# MobileNet VWW, autoencoder) on mps2-an386, mps3-an547 and aarch64, portable kernels forced too; a
+# whole model's estimate is 0.6x..1.25x its count. The portable kernels are the worst case (~10/MAC).
+_INSNS_PER_MAC_BYTE = {"portable": (10.0, 8.0), "dsp": (1.2, 4.0), "helium": (0.2, 2.0), "neon": (0.2, 2.0)}
+_INSNS_PER_OP = 2000
+_INSNS_STARTUP = 2_000_000  # C start-up, semihosting file opens, model init
+
+
+def expected_instructions(build: Build, samples: int) -> dict[str, int]:
+    """Estimated guest instructions of a whole run (for its timeout), per kernel ISA folder: each op's
+    MACs and activation bytes at its kernel's ISA rates, times the inferences of the run (samples,
+    plus one profiled rerun of sample 0 on plugin boards, or the warm-up and timed repeats of sample 0
+    on timer boards)."""
     from toolchain.ops.registry import opdef
 
     g = build.graph_s8
-    per = sum(opdef(n).cost(n, g).macs * 40 + g.t(n.outputs[0]).nbytes * 64 for n in g.nodes)
-    return int((samples + 2 + 2 * build.config.repeats + build.config.warmup) * per + 5_000_000)
+    if build.target.run.time_source is TimeSource.PLUGIN:
+        inferences = samples + 1
+    else:
+        inferences = samples + build.config.warmup + 2 * build.config.repeats
+    per: dict[str, int] = {}
+    for n in g.nodes:
+        op = opdef(n)
+        if op.is_view:
+            continue
+        c = op.cost(n, g)
+        isa = build.variants[n.name].isa
+        mac, byte = _INSNS_PER_MAC_BYTE.get(isa, _INSNS_PER_MAC_BYTE["portable"])
+        per[isa] = per.get(isa, 0) + int(c.macs * mac + (c.act_read_bytes + c.act_write_bytes) * byte + _INSNS_PER_OP)
+    out = {isa: n * inferences for isa, n in per.items()}
+    out["portable"] = out.get("portable", 0) + _INSNS_STARTUP
+    return out
 
 
 def write_inputs(path: Path, data_s8: dict[str, np.ndarray], graph: Graph) -> int:

@@ -238,7 +238,7 @@ def run_and_verify(build: Build) -> Outcome:
         fault = log.fault.as_dict() if log.fault else {"reason": "TIMEOUT" if log.timed_out else
                                                        f"EXIT {log.returncode}", "op": -1,
                                                        "kind": "timeout" if log.timed_out else "exit"}
-        if log.timed_out:
+        if log.timed_out:  # log.fault is the timeout itself, naming the op the guest was in
             fault["timeout_s"] = round(timeout, 1)
         if fault.get("pc") is not None:
             fault["function"] = function_at(target, build.firmware.elf, int(fault["pc"]))

@@ -255,11 +255,17 @@ def write_sources(out: Path, isa: str, header_files: tuple[Path, ...], main_sour
 
 
 def build(board: str, sources: list[Path], kernels: list[Path], out: Path) -> Path:
-    """The test program for `board` through the project's own build path (targets.build)."""
+    """The test program for `board` through the project's own build path (targets.build), at the
+    board's -O level or at EDGECC_KERNEL_TEST_OPT (e.g. -O0: the kernels' inline assembly must build
+    and stay bit-exact at every level)."""
+    import os
+
     from targets import load_target
     from targets.build import build_firmware
 
-    return build_firmware(load_target(board), sources, [out / "src"], out / "fw", lib_sources=kernels).elf
+    opt = os.environ.get("EDGECC_KERNEL_TEST_OPT")
+    return build_firmware(load_target(board), sources, [out / "src"], out / "fw", lib_sources=kernels,
+                          opt_flags=[opt] if opt else None).elf
 
 
 def run(board: str, elf: Path, cases: list[Case], work: Path, write: Callable[[Path], None], isa: str, *,

@@ -204,6 +204,15 @@ static inline int32_t *ecc_dsp_fill(int32_t *dst, int32_t k, int32_t zq)
  * constants in memory. Returns the blob pointer after the last pair. STORE: where the four outputs
  * go (after OUT, t0..t5 are free): ECC_DSP_STORE_NEXT, or the sparse kernel's channel indices. */
 #define ECC_DSP_GEMM_PAIRS(OUT) ECC_DSP_GEMM_PAIRS_AT(OUT, ECC_DSP_STORE_NEXT)
+/* The assembly needs all 14 allocatable core registers, r7 included. Unoptimised builds (-O0) keep
+ * r7 as the frame pointer (-fomit-frame-pointer does not change that at -O0), so GCC cannot
+ * allocate the operands ("impossible constraints"): there every mode takes the C walk below, with
+ * the same results. Optimised builds (-O1 and up, -Og, -Os) compile the assembly unchanged. */
+#ifdef __OPTIMIZE__
+#define ECC_DSP_GEMM_ASM 1
+#else
+#define ECC_DSP_GEMM_ASM 0
+#endif
 #define ECC_DSP_GEMM_PAIRS_AT(OUT, STORE)                                                          \
     __asm__ volatile(                                                                              \
         "2:\n\t"                                                                                   \
@@ -255,6 +264,7 @@ static inline __attribute__((always_inline)) void ecc_dsp_gemm_2col(
 {
     int32_t pairs = out_c >> 1;
     int8_t *oa = out_a;
+#if ECC_DSP_GEMM_ASM
     if (mode != ECC_DSP_CLAMP && pairs > 0) {
         int32_t a0, a1, b0, b1, x, n, t0, t1, t2, t3, t4, t5;
         struct { const int32_t *cols; int32_t nh, ob, pairs; } m = {cols, groups >> 1, ob, pairs};
@@ -265,6 +275,7 @@ static inline __attribute__((always_inline)) void ecc_dsp_gemm_2col(
         }
         pairs = 0;
     }
+#endif
     for (; pairs > 0; --pairs, oa += 2) { /* CLAMP: the same walk in C */
         const int32_t *r = (const int32_t *)(const void *)w;
         const int32_t *x = cols;

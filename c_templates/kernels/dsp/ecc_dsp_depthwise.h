@@ -62,10 +62,18 @@ static inline void ecc_dsp_dw_widen_weights(const int8_t *weights, int32_t taps,
                 ECC_DSP_DW3_TAP("x2", "0", "48") ECC_DSP_DW3_TAP("x2", "8", "56") ECC_DSP_DW3_TAP("x2", "16", "64") \
                 : [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [a3] "+r"(a3), [p] "=&r"(p_), [q] "=&r"(q_),      \
                   [u] "=&r"(u_), [v] "=&r"(v_)                                                           \
-                : [x0] "r"(row0), [x1] "r"(row1), [x2] "r"(row2), [w] "r"(wts),                           \
-                  "m"(*(const int32_t(*)[18])(wts)), "m"(*(const int32_t(*)[6])(row0)),                  \
-                  "m"(*(const int32_t(*)[6])(row1)), "m"(*(const int32_t(*)[6])(row2))); \
+                : [x0] "r"(row0), [x1] "r"(row1), [x2] "r"(row2), [w] "r"(wts)                            \
+                  ECC_DSP_DW3_READS(row0, row1, row2, wts)); \
     } while (0)
+/* The memory the block reads, as operands for the optimiser. At -O0 GCC gives each "m" operand an
+ * address register of its own (16 registers with the 12 above): there a "memory" clobber says it. */
+#ifdef __OPTIMIZE__
+#define ECC_DSP_DW3_READS(row0, row1, row2, wts)                                                        \
+    , "m"(*(const int32_t(*)[18])(wts)), "m"(*(const int32_t(*)[6])(row0)),                             \
+    "m"(*(const int32_t(*)[6])(row1)), "m"(*(const int32_t(*)[6])(row2))
+#else
+#define ECC_DSP_DW3_READS(row0, row1, row2, wts) : "memory"
+#endif
 
 /* requantize, clamp and store four consecutive channels (a* = 2 acc) */
 static inline __attribute__((always_inline)) void ecc_dsp_store4(

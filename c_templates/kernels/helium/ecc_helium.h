@@ -204,7 +204,11 @@ typedef struct {
     "vadd.i32 q1, q1, q3\n\t"
 
 /* Every output channel of two rows r0, r1 (nk chunks of 16 int8 each, readable up to 16 * nk):
- * outputs at o0 and o1. */
+ * outputs at o0 and o1. The assembly pins 13 core registers and needs r7 as well; unoptimised
+ * builds (-O0) keep r7 as the frame pointer and GCC cannot allocate the operands (an internal
+ * compiler error in GCC 12), so there ecc_helium_gemm2 is two one-row passes (below ecc_helium_gemm1,
+ * same results). */
+#ifdef __OPTIMIZE__
 static inline __attribute__((always_inline)) void ecc_helium_gemm2(
     const int8_t *r0, const int8_t *r1, int32_t nk, const int8_t *w, int32_t out_c, int8_t *o0, int8_t *o1,
     int32_t off, int32x4_t lo, int32x4_t hi, const int fix)
@@ -236,6 +240,7 @@ static inline __attribute__((always_inline)) void ecc_helium_gemm2(
     }
 #undef ECC_HELIUM_GEMM2_OPERANDS
 }
+#endif
 
 /* One quad of output channels for one row: requantized, stored at o0 (count: 4, or the predicated
  * tail). Returns the blob after the quad. */
@@ -273,5 +278,16 @@ static inline __attribute__((always_inline)) void ecc_helium_gemm1(
         w = ecc_helium_quad1(r0, nk, w, o0 + c, out_c - c, off, lo, hi, fix);
     }
 }
+
+#ifndef __OPTIMIZE__
+/* -O0 (see the optimised ecc_helium_gemm2 above): each row over the whole blob */
+static inline __attribute__((always_inline)) void ecc_helium_gemm2(
+    const int8_t *r0, const int8_t *r1, int32_t nk, const int8_t *w, int32_t out_c, int8_t *o0, int8_t *o1,
+    int32_t off, int32x4_t lo, int32x4_t hi, const int fix)
+{
+    ecc_helium_gemm1(r0, nk, w, out_c, o0, off, lo, hi, fix);
+    ecc_helium_gemm1(r1, nk, w, out_c, o1, off, lo, hi, fix);
+}
+#endif
 
 #endif /* ECC_HELIUM_H */

@@ -1,7 +1,11 @@
 /* edgecc fault hook for hosted boards (native host, AArch64 Linux under qemu-aarch64).
- * Installs handlers for SIGSEGV/SIGBUS/SIGILL/SIGFPE that print one line
+ * Installs handlers for SIGSEGV/SIGBUS/SIGILL/SIGFPE/SIGTRAP/SIGABRT that print one line
  * "FAULT: SIGNAL=<n> ADDR=<hex> OP=<n>" on stderr and exit 99, the same contract as the
- * Cortex-M HardFault handler, so targets.qemu parses faults the same way on every board. */
+ * Cortex-M HardFault handler, so targets.qemu parses faults the same way on every board.
+ * __builtin_trap() raises SIGILL on x86-64 (ud2) but SIGTRAP on AArch64 (brk), also under
+ * qemu-aarch64. SIGUSR1 prints the same line: the runner sends it to a run that timed out, to
+ * learn which op it hung in (targets/hang.py). */
+#define _DEFAULT_SOURCE /* SIGTRAP is XSI, not POSIX base */
 #define _POSIX_C_SOURCE 200809L
 #include <signal.h>
 #include <stdint.h>
@@ -51,7 +55,7 @@ static void ecc_on_fault(int sig, siginfo_t *info, void *uctx)
 
 __attribute__((constructor)) static void ecc_install_fault_handlers(void)
 {
-    static const int sigs[] = { SIGSEGV, SIGBUS, SIGILL, SIGFPE };
+    static const int sigs[] = { SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP, SIGABRT, SIGUSR1 };
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_sigaction = ecc_on_fault;

@@ -25,6 +25,11 @@ void ecc_profile_begin(int32_t op)
     if (op == ECC_DEBUG_FAULT_AT_OP)
         __builtin_trap(); /* debug knob EDGECC_DEBUG_FAULT_AT_OP: tests the fault path end to end */
 #endif
+#ifdef ECC_DEBUG_HANG_AT_OP
+    if (op == ECC_DEBUG_HANG_AT_OP)
+        for (;;) /* debug knob EDGECC_DEBUG_HANG_AT_OP: a frozen guest, tests the timeout path */
+            __asm volatile("" ::: "memory");
+#endif
     if (g_profile) {
         ecc_mark_op();
     }
