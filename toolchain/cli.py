@@ -23,13 +23,13 @@ import argparse
 import os
 import shutil
 import sys
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from toolchain import signals
 from toolchain.errors import EdgeccError, InputError, InternalError, one_line
+from toolchain.out_folder import check_out, finalize, make_tmp, remove_empty
 
 if TYPE_CHECKING:
     from targets import Target
@@ -88,99 +88,6 @@ def _boards() -> int:
     return 0
 
 
-MARKER = ".edgecc"  # in every OUT: edgecc replaces a folder as a whole only if it wrote it
-
-
-def _umask() -> int:
-    mask = os.umask(0o022)  # the only way to read it is to set it; put it straight back
-    os.umask(mask)
-    return mask
-
-
-def _finalize(tmp: Path, out: Path) -> None:
-    """Mark the finished build as edgecc's, move it into OUT (replacing a previous edgecc OUT,
-    checked by `_check_out`) and give OUT the mode of a folder made under the user's umask
-    (mkdtemp makes it 0700)."""
-    from toolchain import __version__
-
-    (tmp / MARKER).write_text(f"written by edgecc {__version__}; the next job into this folder replaces it "
-                              "as a whole\n", encoding="utf-8")
-    try:
-        if out.exists():
-            old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))  # a fresh name: nothing else removed
-            out.rename(old / out.name)
-            tmp.rename(out)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            tmp.rename(out)
-        os.chmod(out, 0o777 & ~_umask())
-    except OSError as e:
-        raise InputError(f"{out}: cannot move the finished build into place ({e.strerror or e}); "
-                         "check the folder's permissions or choose another --out") from None
-
-
-# What an OUT of one board holds at its top level; an older OUT (before the marker) is recognised
-# only when it holds nothing else, so a user's project that merely contains lib/model.h is never taken.
-_OUT_ENTRIES = {"lib", "fw", "report.json", "report.md", "report.csv", "report.html", "cost.png", "cumulative.png",
-                "sqnr.png", "memory.png"}
-
-
-def _older_out(folder: Path) -> bool:
-    """An OUT of an edgecc from before the marker: one board's (lib/model.h beside report.json or
-    fw/firmware.elf, and only _OUT_ENTRIES) or a sweep's (summary.json and only such board folders)."""
-    names = {e.name for e in folder.iterdir()}
-    if (folder / "lib" / "model.h").is_file():
-        return names <= _OUT_ENTRIES and ((folder / "report.json").is_file()
-                                          or (folder / "fw" / "firmware.elf").is_file())
-    boards = [folder / n for n in names - {"summary.json"}]
-    return "summary.json" in names and bool(boards) and all(b.is_dir() and _older_out(b) for b in boards)
-
-
-def _check_out(out: Path, inputs: list[Path]) -> None:
-    """Refuse (InputError, before anything is written) an OUT that edgecc must not replace: a file,
-    a path under a file, a folder holding one of the job's inputs, or a non-empty folder edgecc did
-    not write (`--out .` or `--out` naming the model's folder would otherwise be deleted)."""
-    above = next(p for p in (out, *out.parents) if p.exists() or p == p.parent)
-    if above != out and not above.is_dir():
-        raise InputError(f"{out}: {above} is a file, not a folder; choose another --out")
-    if not out.exists():
-        return
-    if not out.is_dir():
-        raise InputError(f"{out}: the output path exists and is not a folder; choose another --out")
-    for p in inputs:
-        if out == p.resolve() or out in p.resolve().parents:
-            raise InputError(f"{out}: the output folder holds the input {p}, and edgecc replaces OUT as a whole; "
-                             "choose another --out")
-    try:
-        ours = (out / MARKER).is_file() or not any(out.iterdir()) or _older_out(out)
-    except OSError as e:
-        raise InputError(f"{out}: cannot read the output folder ({e.strerror}); choose another --out") from None
-    if not ours:
-        raise InputError(f"{out}: the folder exists, is not empty and was not written by edgecc, which replaces "
-                         "OUT as a whole; choose a new or empty --out (nothing was changed)")
-
-
-def _make_tmp(out: Path) -> tuple[Path, list[Path]]:
-    """The temporary build folder beside OUT (same filesystem: the final rename is atomic) and the
-    parent folders created for it, deepest first (removed again if the job fails on bad input)."""
-    created = [p for p in out.parents if not p.exists()]
-    try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        return Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent)), created
-    except OSError as e:
-        _remove_empty(created)
-        raise InputError(f"{out}: cannot create the output folder there ({e.strerror or e}); "
-                         "choose a writable --out") from None
-
-
-def _remove_empty(folders: list[Path]) -> None:
-    for f in folders:  # deepest first; stop at the first that is not empty
-        try:
-            f.rmdir()
-        except OSError:
-            return
-
-
 def _targets(spec: str) -> list[Target]:
     """The boards of --board: one name, a comma-separated list, or `all` (InputError if unknown)."""
     from targets import TargetError, list_targets, load_target
@@ -211,8 +118,8 @@ def _job(args: argparse.Namespace) -> int:
         cfg = replace(cfg, preprocess=replace(cfg.preprocess, layout=args.layout))
     targets = _targets(cfg.board)
     out = cfg.out.resolve()
-    _check_out(out, [p for p in (cfg.source, cfg.model, cfg.calibration, cfg.verify) if p is not None])
-    tmp, created = _make_tmp(out)
+    check_out(out, [p for p in (cfg.source, cfg.model, cfg.calibration, cfg.verify) if p is not None])
+    tmp, created = make_tmp(out)
     try:
         # nothing else prints while the bars are live but one-line notes (none under --quiet)
         with progress.shown(progress.wanted(args.quiet)), progress.notes_shown(not args.quiet):
@@ -228,7 +135,7 @@ def _job(args: argparse.Namespace) -> int:
             raise
         shutil.rmtree(tmp, ignore_errors=True)
         if not out.exists():
-            _remove_empty(created)
+            remove_empty(created)
         raise
     shutil.rmtree(tmp, ignore_errors=True)  # normally moved into OUT already
     show()
@@ -249,7 +156,7 @@ def _one(args: argparse.Namespace, cfg: Config, targets: list[Target], tmp: Path
     try:
         build = compile_model(cfg, target, tmp, profile=args.cmd == "run" or bool(cfg.profile))
         if args.cmd == "build":
-            _finalize(tmp, out)
+            finalize(tmp, out)
             return 0, lambda: print(f"edgecc: wrote {out}/lib (model library, arena {build.plan.arena_bytes} B) "
                                     f"and {out}/fw/firmware.elf")
         with step(f"{target.name}: run on the board, verify, measure the error per op"):
@@ -257,7 +164,7 @@ def _one(args: argparse.Namespace, cfg: Config, targets: list[Target], tmp: Path
     except TargetError as e:
         raise _target_error(e) from None
     write_outputs(outcome.report, tmp)
-    _finalize(tmp, out)
+    finalize(tmp, out)
 
     def show() -> None:
         if not args.quiet:
@@ -326,7 +233,7 @@ def _sweep(args: argparse.Namespace, cfg: Config, targets: list[Target], tmp: Pa
             advance(1)
     doc = summary(str(cfg.model), entries)
     write_summary(doc, tmp / "summary.json")  # build too: which boards built, with arena and flash
-    _finalize(tmp, out)
+    finalize(tmp, out)
 
     def show() -> None:
         if args.cmd == "run" and not args.quiet:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from e2e_helpers import DIGITS, DIGITS_YAML, assert_rejected, leftovers
 
-MARKER_NAME = ".edgecc"  # toolchain.cli.MARKER
+MARKER_NAME = ".edgecc"  # toolchain.out_folder.MARKER
 
 
 def _user_folder(path: Path) -> Path:
