@@ -148,19 +148,22 @@ def _one(args: argparse.Namespace, cfg: Config, targets: list[Target], tmp: Path
     from profiler.outputs import write_outputs
     from profiler.report import print_table
     from targets import TargetError
-    from toolchain.pipeline import compile_model
+    from toolchain.pipeline import compile_model, import_model
     from toolchain.progress import step
-    from toolchain.runner import run_and_verify
+    from toolchain.runner import run_and_verify, verification_data
 
     target = targets[0]
     try:
-        build = compile_model(cfg, target, tmp, profile=args.cmd == "run" or bool(cfg.profile))
+        imported = import_model(cfg)
+        # bad verification DATA is refused before any C is built
+        data = verification_data(cfg, imported.graph_f32, imported.graph_s8) if args.cmd == "run" else None
+        build = compile_model(cfg, target, tmp, profile=args.cmd == "run" or bool(cfg.profile), imported=imported)
         if args.cmd == "build":
             finalize(tmp, out)
             return 0, lambda: print(f"edgecc: wrote {out}/lib (model library, arena {build.plan.arena_bytes} B) "
                                     f"and {out}/fw/firmware.elf")
         with step(f"{target.name}: run on the board, verify, measure the error per op"):
-            outcome = run_and_verify(build)
+            outcome = run_and_verify(build, data)
     except TargetError as e:
         raise _target_error(e) from None
     write_outputs(outcome.report, tmp)
@@ -209,10 +212,12 @@ def _sweep(args: argparse.Namespace, cfg: Config, targets: list[Target], tmp: Pa
     from targets import TargetError
     from toolchain.pipeline import compile_model, import_model
     from toolchain.progress import step
-    from toolchain.runner import run_and_verify
+    from toolchain.runner import run_and_verify, verification_data
 
     with step("import and quantize (shared by the boards)"):
         imported = import_model(cfg)
+        # bad verification DATA is refused before any C is built
+        data = verification_data(cfg, imported.graph_f32, imported.graph_s8) if args.cmd == "run" else None
     entries, reports = [], {}
     with step(f"boards: {', '.join(t.name for t in targets)}", len(targets)) as advance:
         for target in targets:
@@ -222,7 +227,7 @@ def _sweep(args: argparse.Namespace, cfg: Config, targets: list[Target], tmp: Pa
                                       imported=imported)
                 if args.cmd == "run":
                     with step(f"{target.name}: run on the board, verify, measure the error per op"):
-                        outcome = run_and_verify(build)
+                        outcome = run_and_verify(build, data)
                     write_outputs(outcome.report, sub)
                     reports[target.name] = outcome.report
                 entries.append(board_entry(target.name, outcome.exit_code, reports[target.name])

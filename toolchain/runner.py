@@ -26,16 +26,17 @@ from targets.target import CYCLE_CLASSES
 from toolchain import __version__
 from toolchain.batch import batch_fields, declared_batch, tensor_layout
 from toolchain.codegen.context import weights_breakdown
+from toolchain.config import Config
 from toolchain.data import load_data, quantize_inputs
 from toolchain.errors import InputError
 from toolchain.frontend.onnx_qdq_ort import lsb_agreement, run_onnxruntime
 from toolchain.interpret import interpret
-from toolchain.ir import DType
+from toolchain.ir import DType, Graph
 from toolchain.memory import PLANNERS, live_bound
 from toolchain.ops.fixed_point import graph_rounding
 from toolchain.ops.registry import opdef
-from toolchain.tflm_oracle import tflm_verification
 from toolchain.pipeline import Build, expected_instructions, write_inputs
+from toolchain.tflm_oracle import tflm_verification
 
 REFERENCE = "edgecc numpy int8 interpreter (TFLite int8 reference semantics, double rounding)"
 REFERENCE_ONNX = "edgecc numpy int8 interpreter (rounding: onnx: output roundings once, ties to even)"
@@ -207,13 +208,22 @@ def _verification(build: Build, got: list[np.ndarray] | None, expected: list[np.
     return v
 
 
-def run_and_verify(build: Build) -> Outcome:
-    """Run the firmware on all verification samples (one run), verify, and build the report."""
-    cfg, g, target = build.config, build.graph_s8, build.target
+def verification_data(cfg: Config, graph_f32: Graph, graph_s8: Graph) -> dict[str, np.ndarray]:
+    """The verification DATA (`verify`, else `calibration`) through the preprocess block, per graph
+    input [S, *shape] float32, or the model's own int8/uint8 values for data of that dtype. Read
+    before anything is built, so bad DATA is refused (InputError naming the file) at no build's cost."""
     data_path = cfg.verify or cfg.calibration
     if data_path is None:  # a quantized model (.tflite, QDQ ONNX) builds without data, but runs need samples
         raise InputError(f"{cfg.source or 'command line'}: `edgecc run` needs verification data; pass --verify DATA")
-    data = load_data(data_path, build.graph_f32, cfg.preprocess, quantized=g)  # int8 data: the model's own values
+    return load_data(data_path, graph_f32, cfg.preprocess, quantized=graph_s8)
+
+
+def run_and_verify(build: Build, data: dict[str, np.ndarray] | None = None) -> Outcome:
+    """Run the firmware on all verification samples `data` (from `verification_data`, read now if
+    None; one run), verify, and build the report."""
+    cfg, g, target = build.config, build.graph_s8, build.target
+    if data is None:
+        data = verification_data(cfg, build.graph_f32, g)
     q = quantize_inputs(data, g)
     samples = write_inputs(build.fw_dir / "inputs.bin", q, g)
     out_file = build.fw_dir / "outputs.bin"
@@ -265,7 +275,7 @@ def run_and_verify(build: Build) -> Outcome:
         except ProfileError as e:
             status, fault = "fault", {"reason": f"profile: {e}", "op": e.op,
                                       "op_name": ops[e.op]["name"] if 0 <= e.op < len(ops) else None}
-    verification = _verification(build, got, expected, floats, samples, str(data_path))
+    verification = _verification(build, got, expected, floats, samples, str(cfg.verify or cfg.calibration))
     if build.graph_f32.meta.get("format") == "tflite":  # TFLM on the same samples: where, not only whether
         verification.update(tflm_verification(g, Path(cfg.model), q, got))
     if status == "pass" and not verification["bit_exact"]:

@@ -126,12 +126,18 @@ def test_calibration_data_of_the_wrong_shape(edgecc, tmp_path, out):
     assert_rejected(res, out, "bad_shape.npy", "[1, 1, 8, 8]", "preprocess")
 
 
-def test_verification_data_of_the_wrong_shape(edgecc, need_board, tmp_path, out):
-    """Verification data is read after the firmware is built (in the temporary folder)."""
-    need_board("host")
+@pytest.mark.parametrize("boards", ["host", "host,aarch64"])
+def test_verification_data_of_the_wrong_shape(edgecc, monkeypatch, tmp_path, out, boards):
+    """Verification data is read at the door, before any C is built (one board or a sweep)."""
+    import toolchain.pipeline
+
+    def no_build(*_a, **_k):
+        raise AssertionError("the firmware was built before the verification data was read")
+
+    monkeypatch.setattr(toolchain.pipeline, "build_firmware", no_build)
     bad = tmp_path / "verify_7x7.npy"
     np.save(bad, np.zeros((5, 1, 7, 7), np.uint8))
-    res = edgecc("run", DIGITS_YAML, "--board", "host", "--verify", bad, "--out", out)
+    res = edgecc("run", DIGITS_YAML, "--board", boards, "--verify", bad, "--out", out)
     assert_rejected(res, out, "verify_7x7.npy", "[1, 1, 8, 8]", "preprocess")
 
 
