@@ -3,7 +3,7 @@ TFLite, YAML and data files made from the repository's own inputs must each end 
 exit 2 with one line naming the file, never a traceback, an internal error or a hang, and leave
 nothing behind (tests/fuzz/fuzz_driver.py judges each case).
 
-Cases per kind: 60 by default, 600 with EDGECC_SLOW=1, or EDGECC_FUZZ_CASES=N. Seeds 0..N-1; the
+Cases per kind: 120 by default, 600 with EDGECC_SLOW=1, or EDGECC_FUZZ_CASES=N. Seeds 0..N-1; the
 outside campaign (bench/fuzz_campaign.py) uses other seeds. Reproduce one case with
 `python tests/fuzz/fuzz_driver.py KIND SEED 1`.
 """
@@ -18,7 +18,7 @@ from fuzz_driver import KINDS, run_case
 def _cases() -> int:
     if os.environ.get("EDGECC_FUZZ_CASES"):
         return int(os.environ["EDGECC_FUZZ_CASES"])
-    return 600 if os.environ.get("EDGECC_SLOW") == "1" else 60
+    return 600 if os.environ.get("EDGECC_SLOW") == "1" else 120
 
 
 @pytest.mark.parametrize("kind", KINDS)
