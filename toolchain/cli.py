@@ -276,7 +276,7 @@ def _compare(args: argparse.Namespace) -> int:
 
 
 def error_text(e: EdgeccError) -> str:
-    """`edgecc: error: <message>` on one line (control characters escaped, at most ~300 characters);
+    """`edgecc: error: <message>` on one line (control characters escaped, at most MAX_LINE characters);
     an unsupported-model summary keeps its indented body lines, each made printable the same way."""
     from toolchain.errors import UnsupportedModel
 

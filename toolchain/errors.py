@@ -7,7 +7,7 @@ or timeout; 4 internal error (a bug in edgecc: any other exception, or generated
 """
 from __future__ import annotations
 
-MAX_LINE = 300   # characters of one error line: a model-controlled name must not flood the terminal
+MAX_LINE = 500   # characters of one error line at most (a safety net: names are cut by `printable` first)
 NAME_WIDTH = 60  # characters of one model-controlled name in a message
 
 
