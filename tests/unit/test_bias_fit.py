@@ -3,7 +3,8 @@
 interpreter, must stay within 2 LSB of the FLOAT model as onnxruntime computes it, with no int32 bias at
 the int32 limits and no op whose worst-case accumulator can wrap.
 
-Cases (Conv, FullyConnected from Gemm / MatMul, DepthwiseConv = Conv with group = C):
+Cases (Conv, FullyConnected from Gemm / MatMul, DepthwiseConv = Conv with group = C; TransposeConv for
+the first two):
 - tiny channel + bias: the bias over in_scale * (tiny weight scale) is far beyond int32 (it used to be
   clamped, the accumulator then wrapped);
 - all-zero channel + bias, tiny input scale: same, with the all-zero channel's scale 1.0;
@@ -87,7 +88,7 @@ def _rng(seed: int = 0) -> np.random.Generator:
 
 
 # ---- tiny / all-zero channel with a bias ------------------------------------------------------
-@pytest.mark.parametrize("kind", ["conv", "dense", "depthwise"])
+@pytest.mark.parametrize("kind", ["conv", "dense", "depthwise", "tconv"])
 @pytest.mark.parametrize("channel", ["tiny", "zero"])
 def test_bias_of_a_tiny_or_zero_channel_is_not_clamped(kind, channel, tmp_path):
     r = _rng()
@@ -100,6 +101,12 @@ def test_bias_of_a_tiny_or_zero_channel_is_not_clamped(kind, channel, tmp_path):
         w = r.uniform(-1, 1, (c, 6)).astype(np.float32)
         w[1] = r.uniform(-1e-7, 1e-7, 6) if channel == "tiny" else 0.0
         model, data = dense(tmp_path / "m.onnx", w, bias), r.uniform(-amp, amp, (8, 1, 6))
+    elif kind == "tconv":  # ConvTranspose weights [Cin, Cout, KH, KW]: output channel 1 is w[:, 1]
+        w = r.uniform(-1, 1, (3, c, 2, 2)).astype(np.float32)
+        w[:, 1] = r.uniform(-1e-7, 1e-7, w[:, 1].shape) if channel == "tiny" else 0.0
+        node = helper.make_node("ConvTranspose", ["x", "w", "b"], ["y"])
+        model = _model([node], {"w": w, "b": bias}, (1, 3, 2, 2), tmp_path / "m.onnx")
+        data = r.uniform(-amp, amp, (8, 1, 3, 2, 2))
     else:
         cin, group = (c, c) if kind == "depthwise" else (4, 1)  # C != H: the data read as NCHW
         w = r.uniform(-1, 1, (c, cin // group, k, k)).astype(np.float32)
