@@ -107,16 +107,22 @@ def fit_bias(node: Node, graph: Graph, graph_f32: Graph) -> Graph:
     need = np.maximum(need, scale)
     new = np.where(bad, need, scale) if per_channel else np.full(c, max(need[bad].max(), scale[0]))
     for _ in range(64):  # the first try fits but for pathological rounding; each retry doubles the scale
-        new = _f32_scale_at_least(new)
-        if not np.isfinite(new).all() or not np.isfinite(new.astype(np.float32)).all():
+        with np.errstate(over="ignore"):
+            new = _f32_scale_at_least(new)
+        if not np.isfinite(new).all():
             raise UnsupportedModel(f"{_where(graph, node)}: the bias cannot be held in int32 with any float32 weight "
                                    f"scale (|bias| up to {np.abs(real_b).max():.3g}, input scale {in_scale:.3g})")
-        w_q = _quantize_channels(w_f, new, axis)
+        # only the raised channels are re-quantized: the others keep their integers (a model's -128 included)
+        raised = np.broadcast_to((new != scale).reshape([-1 if i == axis else 1 for i in range(w.data.ndim)]),
+                                 w.data.shape)
+        w_q = np.where(raised, _quantize_channels(w_f, new, axis), w.data).astype(np.int8)
         bias_q = np.round(real_b / (in_scale * new))
         over = accumulator_bound(w_q, bias_q, axis, step) > INT32_MAX
         if not over.any():
             break
         new = np.where(over, new * 2, new) if per_channel else new * 2
+    else:
+        raise UnsupportedModel(f"{_where(graph, node)}: no weight scale makes the int32 bias and accumulator fit")
     qp = QuantParams(tuple(float(s) for s in new), (0,) * c, axis) if per_channel else \
         QuantParams.per_tensor(float(new[0]), 0)
     graph = graph.with_tensor(Tensor(w.name, w.shape, DType.INT8, qp, w_q))

@@ -192,3 +192,15 @@ def test_a_models_own_int32_bias_is_kept_and_its_overflow_reported(tmp_path, cap
     assert int(b.data[0]) == INT32_MAX - 1000, "the model's own bias is kept"
     assert len(accumulator_risks(g)) == 1 and "1 of 2 channel(s)" in accumulator_risks(g)[0]
     assert "can overflow" in capsys.readouterr().err
+
+
+def test_a_bias_no_float32_scale_can_hold_is_refused_naming_the_node(tmp_path):
+    # all-zero weights, bias 1e38, inputs in +-1e-12 (input scale ~8e-15): the weight scale would need
+    # ~1e43, beyond float32
+    from toolchain.errors import UnsupportedModel
+
+    w = np.zeros((2, 4, 3, 3), np.float32)
+    model = conv(tmp_path / "m.onnx", w, np.array([1e38, 0.0], np.float32), (1, 4, 3, 3))
+    np.save(tmp_path / "d.npy", _rng(4).uniform(-1e-12, 1e-12, (2, 1, 4, 3, 3)).astype(np.float32))
+    with pytest.raises(UnsupportedModel, match=r"node y \(Conv2D\): the bias cannot be held in int32"):
+        import_model(Config(model=model, calibration=tmp_path / "d.npy", calibration_method="minmax"))
