@@ -7,7 +7,8 @@ A model that is already quantized (ONNX QDQ / QLinear*) passes its own parameter
 calibration data is then only needed for tensors the model left unquantized (quantize.given).
 
 Stages: calibrate.observe_ranges -> scheme.activation_qparams (or the given parameters) ->
-op.output_qparams -> op.quantize_constants (-> given.apply_given_consts). Not here: rounding of
+op.output_qparams -> op.quantize_constants (-> given.apply_given_consts) -> bias_fit.fit_bias (an int32
+bias made from a real one never saturates, nor wraps the accumulator). Not here: rounding of
 the kernels (toolchain.ops.fixed_point).
 """
 from __future__ import annotations
@@ -17,6 +18,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from quantize.bias_fit import fit_bias
 from quantize.calibrate import observe_ranges
 from quantize.given import apply_given_consts, given_output, resolve_given, same_qparams, weights_with_int8_min
 from quantize.scheme import activation_qparams
@@ -73,9 +75,19 @@ def quantize(graph: Graph, calibration: Mapping[str, np.ndarray] | None, method:
         g = opdef(node).quantize_constants(node, g)
         if given_consts is not None:
             g = apply_given_consts(node, graph, g, given_consts)
+        if not _own_int32_bias(node, given_consts):  # a model's own int32 bias is kept (checked in the pipeline)
+            g = fit_bias(node, g, graph)
     samples = len(next(iter(calibration.values()))) if calibration else 0
     meta = {**g.meta, "calibration_method": method if calibration else None, "calibration_samples": samples}
     if given is not None:
         meta["given_quantization"] = True
         meta["weights_with_int8_min"] = weights_with_int8_min(g)
     return replace(g, meta=meta)
+
+
+def _own_int32_bias(node, given_consts: Mapping[str, Tensor] | None) -> bool:
+    """True when the node's bias operand is the model's own int32 bias (kept, not refitted)."""
+    if given_consts is None or len(node.inputs) < 3 or not node.inputs[2]:
+        return False
+    own = given_consts.get(node.inputs[2])
+    return own is not None and own.data is not None and own.dtype == DType.INT32

@@ -172,9 +172,8 @@ def _one(args: argparse.Namespace, cfg: Config, targets: list[Target], tmp: Path
     def show() -> None:
         if not args.quiet:
             print_table(outcome.report)
-        tflm = _tflm_differs(outcome.report)
-        print(f"edgecc: {VERDICTS[outcome.exit_code]}: {tflm + '; ' if tflm else ''}"
-              f"report in {out}/report.json (also .md, .csv, .html)")
+        why = "".join(f"{w}; " for w in (_tflm_differs(outcome.report), _gates_failed(outcome.report)) if w)
+        print(f"edgecc: {VERDICTS[outcome.exit_code]}: {why}report in {out}/report.json (also .md, .csv, .html)")
 
     return outcome.exit_code, show
 
@@ -188,6 +187,12 @@ def _target_error(e: Exception) -> EdgeccError:
     if isinstance(e, CompileError):
         return InternalError(f"the generated C does not build: {e}; {REPORT_HINT}")
     return InputError(str(e))
+
+
+def _gates_failed(report: dict) -> str | None:
+    """'gate failed: ...' naming each failed YAML gate (verification.gates_failed), else None."""
+    gates = (report.get("verification") or {}).get("gates_failed") or []
+    return f"gate failed: {'; '.join(gates)}" if gates else None
 
 
 def _tflm_differs(report: dict) -> str | None:
@@ -249,8 +254,9 @@ def _sweep(args: argparse.Namespace, cfg: Config, targets: list[Target], tmp: Pa
                                                    f"wrote {out}/{e['board']}/lib and fw/firmware.elf"))
             else:
                 where = e["error"] or f"{out}/{e['board']}/report.json"
-                tflm = _tflm_differs(reports.get(e["board"]) or {})
-                where = f"{tflm}; {where}" if tflm else where
+                rep = reports.get(e["board"]) or {}
+                why = "".join(f"{w}; " for w in (_tflm_differs(rep), _gates_failed(rep)) if w)
+                where = f"{why}{where}"
                 print(f"edgecc: {e['board']}: {VERDICTS[e['exit_code']]}: {where}")
         verdict = VERDICTS[doc["exit_code"]] if args.cmd == "run" or doc["exit_code"] else "BUILT"
         print(f"edgecc: {verdict} (worst of {len(entries)} boards): summary in {out}/summary.json")

@@ -154,9 +154,9 @@ def _from_nhwc(s: tuple[int, ...], model_layout: str) -> tuple[int, ...]:
 def load_data(path: Path, graph: Graph, pre: Preprocess, quantized: Graph | None = None) -> dict[str, np.ndarray]:
     """DATA -> {input name: float32 [S, *shape]} for every graph input of a float graph.
 
-    `quantized`: the model's int8 graph. Where it has an int8 input and the DATA array for it is int8,
-    the data are the model's own quantized values (e.g. an int8 .tflite's inputs as the TFLite
-    tooling writes them), not real values: they become real values with that input's scale and zero
+    `quantized`: the model's int8 graph. Where the DATA array for an input has that input's quantized
+    dtype (int8; uint8 for a uint8 input), the data are the model's own quantized values (e.g. an int8
+    .tflite's inputs as the TFLite tooling writes them), not real values: they become real values with that input's scale and zero
     point, so quantize_inputs gives the same int8 back, and no preprocess scaling applies to them
     (a preprocess that changes values is refused)."""
     layout = graph.meta.get("input_layout", "NCHW")
@@ -164,7 +164,7 @@ def load_data(path: Path, graph: Graph, pre: Preprocess, quantized: Graph | None
     out = {}
     for n, a in raw.items():
         where = f"{shown(path)} (input {clip_repr(n, 60)})"
-        qp = _int8_input_qparams(quantized, n) if a.dtype == np.int8 else None
+        qp = _int8_input_qparams(quantized, n, a.dtype)  # data of the input's quantized dtype: quantized values
         if qp is None:
             out[n] = preprocess(a, graph.t(n).shape, pre, where, layout)
             continue
@@ -178,12 +178,16 @@ def load_data(path: Path, graph: Graph, pre: Preprocess, quantized: Graph | None
     return out
 
 
-def _int8_input_qparams(quantized: Graph | None, name: str):
-    """The per-tensor qparams of int8 graph input `name` of the quantized graph, else None."""
+def _int8_input_qparams(quantized: Graph | None, name: str, dtype: np.dtype | None = None):
+    """The per-tensor qparams of graph input `name` of the quantized graph when its quantized dtype
+    (int8 / uint8) is `dtype` (default int8), else None."""
     if quantized is None or name not in quantized.inputs:
         return None
     t = quantized.t(name)
-    return t.quant if t.dtype.np == np.int8 and t.quant is not None and not t.quant.is_per_channel else None
+    want = np.dtype(dtype or np.int8)
+    if want not in (np.dtype(np.int8), np.dtype(np.uint8)) or t.dtype.np != want:
+        return None
+    return t.quant if t.quant is not None and not t.quant.is_per_channel else None
 
 
 def _channels(shape: tuple[int, ...], layout: str) -> int:
@@ -208,3 +212,28 @@ def quantize_inputs(data: dict[str, np.ndarray], graph: Graph) -> dict[str, np.n
         return qp.quantize(v)
 
     return {n: q(n, v) if graph.t(n).quant else np.asarray(v, np.float32) for n, v in data.items()}
+
+
+SATURATION_LIMIT = 0.01  # more than 1% of an input's values clipped by quantizing: warned, and fails a min_sqnr_db run
+
+
+def input_saturation(data: dict[str, np.ndarray], data_q: dict[str, np.ndarray], graph: Graph) -> dict:
+    """How much quantizing the inputs clipped (toolchain.runner reports it; README DATA rule).
+
+    data: real values per input (float32 [S, *shape], as load_data gives them); data_q: the same
+    quantized by quantize_inputs (int8). A value saturates when it lands on the dtype's min or max and
+    its real value lies beyond the input's grid by more than the rounding (half a step): real / scale
+    + zp < qmin - 0.5 or > qmax + 0.5. Data given as the model's own quantized values never do.
+    Returns {"fraction": over every value of every quantized input, "per_input": {name: fraction}};
+    inputs that stay float32 (quantized inside the model) are left out; fraction 0.0 without any."""
+    per, hit, total = {}, 0, 0
+    for n, q in data_q.items():
+        qp = graph.t(n).quant
+        if qp is None or q.size == 0:
+            continue
+        info = np.iinfo(q.dtype)
+        r = np.asarray(data[n], np.float64) / qp.s + qp.zp
+        sat = ((q == info.min) & (r < info.min - 0.5)) | ((q == info.max) & (r > info.max + 0.5))
+        per[n] = float(np.count_nonzero(sat) / q.size)
+        hit, total = hit + int(np.count_nonzero(sat)), total + q.size
+    return {"fraction": hit / total if total else 0.0, "per_input": per}

@@ -16,6 +16,7 @@ import numpy as np
 
 import toolchain.isa  # noqa: F401 - registers every op and its ISA kernel variants
 from quantize import quantize
+from quantize.bias_fit import NOTES_KEY, accumulator_risks
 from quantize.dequantize import dequantize_graph
 from targets import Target, TimeSource
 from targets.build import BuildResult, Footprint, build_firmware, check_fits
@@ -125,7 +126,9 @@ def _import_model(cfg: Config) -> Imported:
         raise InputError(f"{cfg.model}: the model computes nothing (no operation is left once Identity / Dropout "
                          "and constants are removed); nothing to compile")
     check_finite_graph(qgraph, cfg.model)                             # the int8 graph's scales and constants, whatever made them
-    qgraph = replace(qgraph, meta={**qgraph.meta, "rounding": cfg.rounding})  # read by interpreter, lowering, codegen
+    notes = (*qgraph.meta.get(NOTES_KEY, ()), *accumulator_risks(qgraph))  # refitted weight scales; a model's own
+    show_notes(notes)                                                 # int32 bias whose accumulator can wrap (kept)
+    qgraph = replace(qgraph, meta={**qgraph.meta, "rounding": cfg.rounding, NOTES_KEY: notes})  # rounding: read downstream
     return Imported(graph, qgraph, n_calib, time.monotonic() - t0)
 
 

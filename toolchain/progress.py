@@ -5,7 +5,8 @@ shown unless the CLI turned a display on with `shown(True)` (stderr is a termina
 --quiet), so library use, tests and pipes stay silent. The display is rich.progress: a spinner
 or a bar, done/total and the elapsed time per step, kept on screen when the step ends.
 Also one-line notes (`note`: what the compiler changed in the user's model, e.g. an upgraded
-opset) on stderr, above the bars when they are drawn; `notes_shown(False)` (--quiet) silences them.
+opset; `warning`: what makes a run's figures suspect, e.g. saturated inputs) on stderr, above the
+bars when they are drawn; `notes_shown(False)` (--quiet) silences them.
 Not here: what the steps do, or any other output.
 """
 from __future__ import annotations
@@ -43,15 +44,22 @@ def step(label: str, total: int | None = None) -> Iterator[Callable[[int], None]
         display.stop_task(task)  # freezes the elapsed time of this step
 
 
-def note(text: str) -> None:
-    """Print `edgecc: note: TEXT` (one line) on stderr, unless notes are silenced (--quiet)."""
+def note(text: str, kind: str = "note") -> None:
+    """Print `edgecc: KIND: TEXT` (one line; kind note or warning) on stderr, unless notes are silenced
+    (--quiet)."""
     if not _notes:
         return
-    line = f"edgecc: note: {text}"
+    line = f"edgecc: {kind}: {text}"
     if _display is not None:  # rich keeps the live bars below the line
         _display.console.print(line, markup=False, highlight=False, soft_wrap=True)
     else:
         print(line, file=sys.stderr)
+
+
+def warning(text: str) -> None:
+    """Print `edgecc: warning: TEXT` (one line) on stderr: something in the run makes its figures
+    suspect (e.g. input saturation); silenced with the notes (--quiet: the report still says it)."""
+    note(text, "warning")
 
 
 def show_notes(notes: Iterable[str]) -> None:

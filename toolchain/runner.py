@@ -27,7 +27,7 @@ from toolchain import __version__
 from toolchain.batch import batch_fields, declared_batch, tensor_layout
 from toolchain.codegen.context import weights_breakdown
 from toolchain.config import Config
-from toolchain.data import load_data, quantize_inputs
+from toolchain.data import SATURATION_LIMIT, input_saturation, load_data, quantize_inputs
 from toolchain.errors import InputError
 from toolchain.frontend.onnx_qdq_ort import lsb_agreement, run_onnxruntime
 from toolchain.interpret import interpret
@@ -35,6 +35,7 @@ from toolchain.ir import DType, Graph
 from toolchain.memory import PLANNERS, live_bound
 from toolchain.ops.fixed_point import graph_rounding
 from toolchain.ops.registry import opdef
+from toolchain.progress import warning
 from toolchain.pipeline import Build, expected_instructions, write_inputs
 from toolchain.tflm_oracle import tflm_verification
 
@@ -208,6 +209,25 @@ def _verification(build: Build, got: list[np.ndarray] | None, expected: list[np.
     return v
 
 
+def _input_saturation(data: dict[str, np.ndarray], q: dict[str, np.ndarray], build: Build,
+                      data_name: str) -> tuple[dict[str, Any], list[str]]:
+    """report.json's verification.input_saturation (toolchain.data.input_saturation) and a short line
+    per input where more than SATURATION_LIMIT of the values saturate (for gates_failed); each such
+    input is also printed as a one-line warning with the input's real range."""
+    sat, g = input_saturation(data, q, build.graph_s8), build.graph_s8
+    lines = []
+    for name, frac in sat["per_input"].items():
+        if frac > SATURATION_LIMIT:
+            qp, info = g.t(name).quant, np.iinfo(q[name].dtype)
+            lo, hi = (info.min - qp.zp) * qp.s, (info.max - qp.zp) * qp.s
+            lines.append(f"{frac:.1%} of input {name!r} values saturate when quantized (more than "
+                         f"{SATURATION_LIMIT:.0%})")
+            warning(f"{data_name}: {lines[-1][:-1]}: outside the input's real range [{lo:.4g}, {hi:.4g}]); check "
+                    "the data's scale (float data are real values, preprocess applied; data of the input's int8 "
+                    "dtype are quantized values)")
+    return sat, lines
+
+
 def verification_data(cfg: Config, graph_f32: Graph, graph_s8: Graph) -> dict[str, np.ndarray]:
     """The verification DATA (`verify`, else `calibration`) through the preprocess block, per graph
     input [S, *shape] float32, or the model's own int8/uint8 values for data of that dtype. Read
@@ -225,6 +245,7 @@ def run_and_verify(build: Build, data: dict[str, np.ndarray] | None = None) -> O
     if data is None:
         data = verification_data(cfg, build.graph_f32, g)
     q = quantize_inputs(data, g)
+    saturation, saturated = _input_saturation(data, q, build, str(cfg.verify or cfg.calibration))
     samples = write_inputs(build.fw_dir / "inputs.bin", q, g)
     out_file = build.fw_dir / "outputs.bin"
     out_file.unlink(missing_ok=True)
@@ -276,6 +297,7 @@ def run_and_verify(build: Build, data: dict[str, np.ndarray] | None = None) -> O
             status, fault = "fault", {"reason": f"profile: {e}", "op": e.op,
                                       "op_name": ops[e.op]["name"] if 0 <= e.op < len(ops) else None}
     verification = _verification(build, got, expected, floats, samples, str(cfg.verify or cfg.calibration))
+    verification["input_saturation"] = saturation
     if build.graph_f32.meta.get("format") == "tflite":  # TFLM on the same samples: where, not only whether
         verification.update(tflm_verification(g, Path(cfg.model), q, got))
     if status == "pass" and not verification["bit_exact"]:
@@ -292,6 +314,8 @@ def run_and_verify(build: Build, data: dict[str, np.ndarray] | None = None) -> O
             gates.append(f"{what} is not defined for this model's outputs (gate {bound}); remove the gate")
         elif value < bound:
             gates.append(f"{what} {value:{fmt}}{unit} < {bound}")
+    if cfg.min_sqnr_db is not None:  # an SQNR gate cannot vouch for data that the input grid clipped
+        gates += [f"input saturation: {line}" for line in saturated]
     verification["gates_failed"] = gates
     if status == "pass" and gates:
         status = "gate"

@@ -107,7 +107,9 @@ def quantize_weights(graph: Graph, name: str, axis: int) -> Graph:
 
 
 def quantize_bias(graph: Graph, name: str, in_scale: float, w_scale: tuple[float, ...]) -> Graph:
-    """int32 bias with scale in_scale * w_scale[c], zero point 0 (TFLite int8 spec)."""
+    """int32 bias with scale in_scale * w_scale[c], zero point 0 (TFLite int8 spec). The clip is a
+    last resort never reached through quantize(): quantize.bias_fit raises the weight scale of a channel
+    whose bias (plus worst-case accumulator) would not fit int32, then re-makes this bias."""
     t = graph.t(name)
     scale = np.asarray(w_scale, np.float64) * in_scale
     q = np.clip(np.round(t.data.astype(np.float64) / scale), -(2**31), 2**31 - 1).astype(np.int32)

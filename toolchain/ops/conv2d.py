@@ -112,6 +112,7 @@ def s8_kwargs(node: Node, graph: Graph) -> dict:
 
 @register("CONV2D", "Conv2D")
 class Conv2D(OpDef):
+    weight_out_axis = 0  # bias_fit: weights [Cout, ...]
     variants = rounding_twins(portable("conv2d"))  # ISA variants: toolchain/isa/
 
     def infer_shapes(self, node: Node, graph: Graph) -> list[tuple[int, ...]]:

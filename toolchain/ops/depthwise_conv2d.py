@@ -71,6 +71,7 @@ def s8_kwargs(node: Node, graph: Graph) -> dict:
 
 @register("DEPTHWISE_CONV2D", "DepthwiseConv2D")
 class DepthwiseConv2D(OpDef):
+    weight_out_axis = 3  # bias_fit: weights [1, KH, KW, Cout]
     variants = rounding_twins(portable("depthwise_conv2d"))  # ISA variants: toolchain/isa/
 
     def infer_shapes(self, node: Node, graph: Graph) -> list[tuple[int, ...]]:

@@ -64,6 +64,7 @@ def s8_kwargs(node: Node, graph: Graph) -> dict:
 
 @register("FULLY_CONNECTED", "FullyConnected")
 class FullyConnected(OpDef):
+    weight_out_axis = 0  # bias_fit: weights [Cout, ...]
     variants = rounding_twins(portable("fully_connected"))  # ISA variants: toolchain/isa/
 
     def infer_shapes(self, node: Node, graph: Graph) -> list[tuple[int, ...]]:

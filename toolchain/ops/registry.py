@@ -156,6 +156,9 @@ class OpDef:
 
     kind: ClassVar[OpKind]
     is_view: ClassVar[bool] = False  # output is the input's bytes reinterpreted (Reshape)
+    # Ops with int8 weights (input 1) and an int32 bias (input 2): the weights' output-channel axis, so
+    # quantize.bias_fit can bound the int32 accumulator per channel; None for every other op.
+    weight_out_axis: ClassVar[int | None] = None
     variants: ClassVar[Sequence[KernelVariant]] = ()
 
     def infer_shapes(self, node: Node, graph: Graph) -> list[tuple[int, ...]]:

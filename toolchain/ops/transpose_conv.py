@@ -83,6 +83,7 @@ s8_kwargs = _s8_kwargs  # the transpose_conv_s8 keyword arguments of a node, for
 
 @register("TRANSPOSE_CONV", "TransposeConv")
 class TransposeConv(OpDef):
+    weight_out_axis = 0  # bias_fit: weights [Cout, ...]
     variants = rounding_twins(portable("transpose_conv"))
 
     def infer_shapes(self, node: Node, graph: Graph) -> list[tuple[int, ...]]:
