@@ -35,8 +35,8 @@ from toolchain.ir import DType, Graph
 from toolchain.memory import PLANNERS, live_bound
 from toolchain.ops.fixed_point import graph_rounding
 from toolchain.ops.registry import opdef
-from toolchain.progress import warning
 from toolchain.pipeline import Build, expected_instructions, write_inputs
+from toolchain.progress import warning
 from toolchain.tflm_oracle import tflm_verification
 
 REFERENCE = "edgecc numpy int8 interpreter (TFLite int8 reference semantics, double rounding)"
