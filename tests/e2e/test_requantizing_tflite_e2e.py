@@ -31,7 +31,8 @@ def _model() -> bytes:
     o_lr = S.LeakyReluOptionsT()
     o_lr.alpha = -0.5
     o_pool = S.Pool2DOptionsT()
-    o_pool.padding, o_pool.strideH, o_pool.strideW, o_pool.filterHeight, o_pool.filterWidth = S.Padding.VALID, 2, 2, 2, 2
+    o_pool.padding = S.Padding.VALID
+    o_pool.strideH = o_pool.strideW = o_pool.filterHeight = o_pool.filterWidth = 2
     ops = [(OP.LEAKY_RELU, OPT.LeakyReluOptions, o_lr, [x], [lr]), (OP.RELU, 0, None, [lr], [relu]),
            (OP.MAX_POOL_2D, OPT.Pool2DOptions, o_pool, [relu], [pool])]
     return m.build_ops(ops, [x], [pool])

@@ -77,7 +77,8 @@ def leaky_float32_vs_double_qparams() -> list[tuple]:
 
 def _leaky_f32_params(s_in: float, s_out: float, alpha: float) -> tuple[int, int, int, int]:
     """The multipliers of float32 ratios, the arithmetic of the 2021 TFLM source (not of the installed TFLM)."""
-    return (*quantize_multiplier(float(F(s_in) / F(s_out))), *signed_quantize_multiplier(float(F(s_in) * F(alpha) / F(s_out))))
+    return (*quantize_multiplier(float(F(s_in) / F(s_out))),
+            *signed_quantize_multiplier(float(F(s_in) * F(alpha) / F(s_out))))
 
 
 def _leaky(d: np.ndarray, p: tuple[int, int, int, int]) -> np.ndarray:

@@ -4,8 +4,8 @@ reference_ops::QuantizeLeakyRelu with the Prepare of micro/kernels/leaky_relu_co
 Two requantizations of (x - zp_in): identity s_in / s_out for x >= zp_in, s_in * alpha / s_out
 below, both ratios computed in double from the float32 scales and alpha, as the TFLM build we test
 against does (older sources, e.g. leaky_relu_common.cc of 2021, divide in float32; the Python
-interpreter's results settle it, tests/ops/test_requantizing_activations.py); a negative alpha gets a negative multiplier
-(TFLite's QuantizeMultiplier handles the sign through frexp). TFLM's QuantizeLeakyRelu
+interpreter's results settle it, tests/ops/test_requantizing_activations.py); a negative alpha gets a
+negative multiplier (TFLite's QuantizeMultiplier handles the sign through frexp). TFLM's QuantizeLeakyRelu
 (micro/kernels/internal/reference/leaky_relu.h) never feeds that negative multiplier to
 MultiplyByQuantizedMultiplier: it rescales by its magnitude and negates the result
 (`rescale_sign_magnitude`). That is not the same number: the high multiply rounds ties toward +inf,
