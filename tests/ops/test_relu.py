@@ -56,11 +56,14 @@ def test_requantizing_relu_is_the_relu_op_and_same_qparams_a_clamp(cases, op, ki
     assert [n.op for n in load_tflite(cases[f"{op}_same"][0]).nodes] == [OpKind.CLAMP]
 
 
-def test_relu_multiplier_is_a_float32_ratio():
+def test_relu_multiplier_is_the_double_ratio_of_the_float32_scales():
+    """TFLM CalculateReluOpData: double(s_in) / double(s_out) (the float32 quotient gives another
+    multiplier here; tests/ops/test_requantizing_activations.py shows TFLM's outputs tell them apart)."""
     f = np.float32
     from toolchain.ops.fixed_point import quantize_multiplier
     p = relu_params(0.1, 3, 0.3, -5, np.inf)
-    assert p == (-3, -5, *quantize_multiplier(float(f(0.1) / f(0.3))), -5, 127)
+    assert p == (-3, -5, *quantize_multiplier(float(f(0.1)) / float(f(0.3))), -5, 127)
+    assert p[2:4] != quantize_multiplier(float(f(0.1) / f(0.3)))
     # 124 / 3 = 41.33, but TFLM rounds twice: round(124 * 2/3) = 83, then round(83 / 2) = 42
     assert relu_s8(np.array([3, 2, -128, 126, 127], np.int8), p).tolist() == [-5, -5, -5, 41 - 5, 42 - 5]
 

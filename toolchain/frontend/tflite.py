@@ -295,9 +295,13 @@ def _pool(b: Builder, kind: OpKind, input: int, padding: int, stride_w: int, str
           filter_width: int, filter_height: int, fused_activation_function: int) -> None:
     x, y = b.act(input), b.act(b.op.outputs[0], "output")
     # TFLM pooling_common.cc PoolingPrepare refuses int8 pooling whose output scale differs from the
-    # input's by more than 1e-6 or whose zero points differ: int8 pooling never requantizes.
+    # input's by more than 1e-6 (a double compare of the float32 scales) or whose zero points differ:
+    # TFLM computes nothing there, so there is no result to be bit-exact with (TFLite's own kernel
+    # only DCHECKs and writes the raw int8 max / mean under the output's qparams). Within the 1e-6
+    # TFLM pools the raw values and so does the IR op.
     if abs(x.quant.s - y.quant.s) > 1e-6 or x.quant.zp != y.quant.zp:
-        raise b.unsupported(f"pooling from scale {x.quant.s}/zp {x.quant.zp} to {y.quant.s}/zp {y.quant.zp}")
+        raise b.unsupported(f"pooling from scale {x.quant.s}/zp {x.quant.zp} to {y.quant.s}/zp {y.quant.zp} "
+                            "(TFLM refuses int8 pooling that requantizes)")
     if len(x.shape) != 4:
         raise b.unsupported(f"input {list(x.shape)} (needs NHWC)")
     win = b.window(x, (filter_height, filter_width), (stride_h, stride_w), (1, 1), padding)

@@ -2,8 +2,15 @@
 reference_ops::QuantizeLeakyRelu with the Prepare of micro/kernels/leaky_relu_common.cc.
 
 Two requantizations of (x - zp_in): identity s_in / s_out for x >= zp_in, s_in * alpha / s_out
-below, both ratios computed in float32 as TFLM does; a negative alpha gets a negative multiplier
-(TFLite's QuantizeMultiplier handles the sign through frexp). Owns `leaky_relu_s8`.
+below, both ratios computed in double from the float32 scales and alpha, as the TFLM build we test
+against does (older sources, e.g. leaky_relu_common.cc of 2021, divide in float32; the Python
+interpreter's results settle it, tests/ops/test_requantizing_activations.py); a negative alpha gets a
+negative multiplier (TFLite's QuantizeMultiplier handles the sign through frexp). TFLM's QuantizeLeakyRelu
+(micro/kernels/internal/reference/leaky_relu.h) never feeds that negative multiplier to
+MultiplyByQuantizedMultiplier: it rescales by its magnitude and negates the result
+(`rescale_sign_magnitude`). That is not the same number: the high multiply rounds ties toward +inf,
+so -MBQM(d, m) and MBQM(d, -m) differ by one on exact ties (d odd with m = 2^30: alpha -0.5 and
+equal scales). Owns `leaky_relu_s8`.
 """
 from __future__ import annotations
 
@@ -14,20 +21,32 @@ import numpy as np
 
 from toolchain.ir import Graph, Node
 from toolchain.ops.fixed_point import quantize_multiplier, rescale
-from toolchain.ops.registry import CArg, OpDef, portable, rounding_twins, register
+from toolchain.ops.registry import CArg, OpDef, portable, register, rounding_twins
 
 
 def signed_quantize_multiplier(real: float) -> tuple[int, int]:
-    """TFLite QuantizeMultiplier for any finite real: the sign rides on the Q31 multiplier."""
+    """TFLite QuantizeMultiplier for any finite real: the sign rides on the Q31 multiplier. The
+    magnitude is never 2^31 (quantize_multiplier normalises it), so negating it stays in int32."""
     m, s = quantize_multiplier(abs(real))
     return int(math.copysign(m, real)) if m else 0, s
 
 
+def rescale_sign_magnitude(x, mult, shift) -> np.ndarray:
+    """-rescale(x, -mult, shift) for mult < 0, rescale(x, mult, shift) otherwise (int64 holding int32;
+    x, mult, shift broadcast). TFLM QuantizeLeakyRelu's handling of a negative alpha multiplier. Under
+    rounding "onnx" (one symmetric rounding) both orders agree, so one definition serves both modes.
+    C: ecc_leaky_relu_s8 (c_templates/kernels/portable/leaky_relu_s8.c.j2)."""
+    mult = np.asarray(mult, np.int64)
+    return np.where(mult < 0, -rescale(x, -mult, shift), rescale(x, mult, shift))
+
+
 def leaky_relu_params(s_in: float, s_out: float, alpha: float) -> tuple[int, int, int, int]:
-    """(mult_identity, shift_identity, mult_alpha, shift_alpha) from float32 s_in/s_out, s_in*alpha/s_out."""
-    f = np.float32
-    mi, si = quantize_multiplier(float(f(s_in) / f(s_out)))
-    ma, sa = signed_quantize_multiplier(float(f(s_in) * f(alpha) / f(s_out)))
+    """(mult_identity, shift_identity, mult_alpha, shift_alpha) of the double ratios s_in / s_out and
+    s_in * alpha / s_out of the float32 scales and alpha (the TFLM we test against; float32 ratios
+    miss it by one near ties: tests/ops/test_requantizing_activations.py)."""
+    s_in, s_out, alpha = (float(np.float32(v)) for v in (s_in, s_out, alpha))
+    mi, si = quantize_multiplier(s_in / s_out)
+    ma, sa = signed_quantize_multiplier(s_in * alpha / s_out)
     return mi, si, ma, sa
 
 
@@ -36,7 +55,7 @@ def leaky_relu_s8(x: np.ndarray, z_in: int, z_out: int, params: tuple[int, int, 
     rounding mode in effect (fixed_point.rescale)."""
     mi, si, ma, sa = params
     d = np.asarray(x, np.int64) - z_in
-    y = np.where(d >= 0, rescale(d, mi, si), rescale(d, ma, sa))
+    y = np.where(d >= 0, rescale(d, mi, si), rescale_sign_magnitude(d, ma, sa))
     return np.clip(y + z_out, -128, 127).astype(np.int8)
 
 

@@ -2,8 +2,10 @@
 (the TFLite calibrator writes such RELUs); with equal qparams the frontend emits a Clamp instead.
 
 The int8 semantics are TFLM's (micro/kernels/activations_common.cc), which differ per op:
-- RELU (ReluPrepare / ReluQuantized): out = clamp(zp_out + MBQM(x - zp_in, QuantizeMultiplier(
-  double(float32(s_in / s_out)))), max(-128, zp_out), 127); the ratio is a float32 division.
+- RELU (ReluPrepare / CalculateReluOpData, ReluQuantized): out = clamp(zp_out + MBQM(x - zp_in,
+  QuantizeMultiplier(double(s_in) / double(s_out))), max(-128, zp_out + roundf(0 / s_out)), 127);
+  the ratio is a double division of the float32 scales (not float32(s_in / s_out), which misses
+  TFLM by one on values near a rounding tie: tests/ops/test_requantizing_activations.py).
 - RELU6 (Relu6Prepare / Relu6Quantized): no requantization at all: the raw input clamped to
   [zp_in, FloatToQuantizedType(6, s_in, zp_in)] (round half away of the float32 quotient), the
   output's qparams are not read.
@@ -36,7 +38,7 @@ def relu_params(s_in: float, z_in: int, s_out: float, z_out: int, hi: float) -> 
     """(input_offset, output_offset, mult, shift, act_min, act_max) of TFLM RELU / RELU6 int8."""
     f = np.float32
     if math.isinf(hi):
-        mult, shift = quantize_multiplier(float(f(s_in) / f(s_out)))
+        mult, shift = quantize_multiplier(float(f(s_in)) / float(f(s_out)))
         return -int(z_in), int(z_out), mult, shift, max(-128, int(z_out)), 127
     if hi != 6.0:
         raise ValueError(f"relu upper bound {hi} (RELU or RELU6 only)")
