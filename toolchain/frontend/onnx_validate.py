@@ -90,7 +90,7 @@ def _utf8(msg: Any, path: str | Path, where: str) -> None:
             for i, v in enumerate(items):
                 if hasattr(v, "ListFields"):  # map fields give plain values
                     label = getattr(v, "name", "") or f"#{i}"
-                    _utf8(v, path, f"{field.name} {label if isinstance(label, str) else printable(label)}")
+                    _utf8(v, path, f"{field.name} {printable(label)}")
 
 
 def _opsets(model: onnx.ModelProto, path: str | Path) -> None:

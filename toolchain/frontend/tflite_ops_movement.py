@@ -31,14 +31,17 @@ def _multi_output(fn):
     return fn
 
 
-def _ints(b: Builder, idx: int, role: str) -> np.ndarray:
-    """A constant int32/int64 tensor (TFLite allows both for begin/size/axis/indices)."""
+def _ints(b: Builder, idx: int, role: str, max_rank: int | None = 1) -> np.ndarray:
+    """A constant int32/int64 tensor (TFLite allows both for begin/size/axis/indices) of rank at most
+    `max_rank` (begin, end, strides, size and axis are scalars or 1-D in the TFLite schema)."""
     t = b.m.tensors[idx] if idx >= 0 else None
     if t is None and idx >= 0 and b.m.type_names[idx] == "INT64":
         raise b.unsupported(f"{role}: int64 tensors are not read by this frontend")
     t = b.tensor(idx, role)
     if not t.is_const or t.dtype != DType.INT32:
         raise b.unsupported(f"{role} {t.name!r}: needs a constant int32 tensor")
+    if max_rank is not None and len(t.shape) > max_rank:
+        raise b.unsupported(f"{role} {t.name!r} of shape {list(t.shape)} (must be 1-D)")
     return np.asarray(t.data, np.int64)
 
 
@@ -209,7 +212,7 @@ def gather(b: Builder, params: int, indices: int, *, axis: int = 0, batch_dims: 
     ax = axis % r
     if not _is_const(b, indices):
         raise b.unsupported("GATHER with non-constant indices")
-    idx = _ints(b, indices, "indices")
+    idx = _ints(b, indices, "indices", max_rank=None)
     if np.any(idx < 0) or np.any(idx >= t.shape[ax]):  # TFLM gather.cc rejects them too
         raise b.unsupported(f"GATHER indices {idx.reshape(-1).tolist()} outside [0, {t.shape[ax]})")
     if t.is_const:
