@@ -31,3 +31,19 @@ def test_damaged_inputs_end_in_exit_0_or_one_line_exit_2(kind, tmp_path, need_bo
                                           "the mutators no longer reach the door"
     assert not bad, f"{len(bad)} of {len(verdicts)} {kind} cases broke the front door:\n" + "\n".join(
         f"  seed {v.seed}: exit {v.code}, {'; '.join(v.problems)} | {v.first_line[:200]}" for v in bad[:10])
+
+
+def _campaign_failures() -> list[tuple[str, int]]:
+    import json
+    from pathlib import Path
+
+    doc = Path(__file__).resolve().parents[2] / "bench" / "results" / "fuzz_campaign.json"
+    return [(f["kind"], f["seed"]) for f in json.loads(doc.read_text())["failures"]]
+
+
+@pytest.mark.parametrize("kind, seed", _campaign_failures())
+def test_cases_the_campaign_found_stay_fixed(kind, seed, tmp_path, need_board):
+    """Every case bench/fuzz_campaign.py found broken (bench/results/fuzz_campaign.json), with a full build."""
+    need_board("host")
+    v = run_case(kind, seed, tmp_path, timeout_s=60.0, fast=False)
+    assert not v.problems, f"{kind} seed {seed}: exit {v.code}, {'; '.join(v.problems)} | {v.first_line}"
