@@ -7,7 +7,7 @@ valid job, and given to `edgecc build` (the `data` kind: `edgecc run` on the hos
 reads and verifies the data too, for odd seeds when not `fast`). What must hold whatever the input:
   - exit status 0 or 2 (never 1 from a build, never 4: an internal error is a bug found);
   - no traceback; exit 2 prints `edgecc: error: ...` naming a file, one line (an unsupported-model
-    summary may add indented lines), at most ~300 characters a line;
+    summary may add indented lines), at most 300 characters a line besides the case folder's path;
   - nothing left behind on exit 2 (no OUT, no temp folder), a complete OUT on exit 0;
   - it ends within the time limit (a hang is a failure).
 `fast=True` replaces the board compiler by a stub once a case reached it (the generated C of
@@ -183,7 +183,7 @@ def run_case(kind: str, seed: int, root: Path, timeout_s: float = 30.0, fast: bo
     if code not in (0, 2, None):
         problems.append(f"exit {code}")
     if code == 2:
-        problems += _judge_error(lines)
+        problems += _judge_error([ln.replace(str(folder), "CASE") for ln in lines])  # the user's path is not ours
         left = sorted(p.name for p in out.parent.iterdir()) if out.parent.exists() else []
         if left:
             problems.append(f"left in the OUT folder's parent: {left}")
@@ -199,7 +199,7 @@ def _judge_error(lines: list[str]) -> list[str]:
     if len(lines) > 1 and not (lines[0].count("unsupported") and all(ln.startswith("  ") for ln in lines[1:])
                                and len(lines) <= 15):
         problems.append(f"{len(lines)} lines")
-    if any(len(ln) > 320 for ln in lines):
+    if any(len(ln) > 300 for ln in lines):
         problems.append(f"a line of {max(len(ln) for ln in lines)} characters")
     if not FILE_RE.search(lines[0]):
         problems.append("the error names no file")

@@ -153,7 +153,7 @@ def canonicalize(model: onnx.ModelProto, path: str | Path,
         try:
             m = onnx.version_converter.convert_version(m, UPGRADE_TO)
         except Exception as e:  # noqa: BLE001 - the converter raises ValueError / RuntimeError / its own
-            first = (str(e).strip().splitlines() or [""])[0][-100:]  # the end says what failed, not the C++ file
+            first = (str(e).strip().splitlines() or [""])[0][-80:]  # the end says what failed, not the C++ file
             raise InputError(f"{path}: opset {opset} is too old (need >= {MIN_OPSET}) and onnx.version_converter "
                              f"could not upgrade it ({type(e).__name__}: {first}); re-export the model") from None
         _keep_resize10_semantics(m)
