@@ -164,7 +164,7 @@ def load_data(path: Path, graph: Graph, pre: Preprocess, quantized: Graph | None
     out = {}
     for n, a in raw.items():
         where = f"{shown(path)} (input {clip_repr(n, 60)})"
-        qp = _int8_input_qparams(quantized, n, a.dtype)  # data of the input's quantized dtype: quantized values
+        qp = _quantized_input_qparams(quantized, n, a.dtype)  # data of the input's quantized dtype: quantized values
         if qp is None:
             out[n] = preprocess(a, graph.t(n).shape, pre, where, layout)
             continue
@@ -178,7 +178,7 @@ def load_data(path: Path, graph: Graph, pre: Preprocess, quantized: Graph | None
     return out
 
 
-def _int8_input_qparams(quantized: Graph | None, name: str, dtype: np.dtype | None = None):
+def _quantized_input_qparams(quantized: Graph | None, name: str, dtype: np.dtype | None = None):
     """The per-tensor qparams of graph input `name` of the quantized graph when its quantized dtype
     (int8 / uint8) is `dtype` (default int8), else None."""
     if quantized is None or name not in quantized.inputs:
