@@ -139,6 +139,10 @@ class KernelVariant:
     # Activation layouts (NHWC, NCHW, CHWN) the kernel reads and writes; lower.select_kernels only
     # chooses it for nodes whose output has one of them (graph.meta["layouts"], default NHWC).
     layouts: frozenset[str] = frozenset({"NHWC"})
+    # Why the variant does not apply to a node, in the user's words ("weights hold -128", "channels
+    # not a multiple of 4"), for report.json's per-op `kernel_reason` and the terminal; None when it
+    # applies or has no reason to give. Called only for variants that were not chosen.
+    why_not: Callable[[Node, Graph], str | None] | None = None
 
 
 @dataclass(frozen=True)
