@@ -8,7 +8,14 @@
 Both as SQNR (dB) and max abs error in LSB of the op's output scale, over the verification
 samples (the first `max_samples`). Tensors are matched by name and shape between the graphs
 (passes run before quantization, so they agree); an op without a float counterpart gets None.
-Not here: the float reference itself (the caller passes the graphs), or the board's outputs.
+
+The float reference of a quantized ONNX model (QDQ / QLinear, graph_f32.meta["format"] "onnx-qdq")
+is the model's own float semantics, as onnxruntime computes it: every tensor the int8 graph holds in
+int8 goes through QuantizeLinear (float32 division, ties to even, saturation) and DequantizeLinear
+with the model's grid, so the clamps its grids imply (ReLU6-like ranges) are applied where the
+model applies them and an op computed exactly shows exact. Any other model's reference is its
+float graph as is (a float ONNX model; a .tflite model's float twin with dequantized weights).
+Not here: the float graphs themselves (the caller passes them), or the board's outputs.
 """
 from __future__ import annotations
 
@@ -18,11 +25,57 @@ from typing import Any
 
 import numpy as np
 
-from toolchain.interpret import interpret
+from quantize import GIVEN_TENSORS
+from toolchain.interpret import Transform, interpret
 from toolchain.ir import DType, Graph
+from toolchain.ops.fixed_point import graph_rounding, rounding_mode
 from toolchain.ops.registry import opdef
 
 MAX_SAMPLES = 32  # enough for a stable per-layer SQNR, cheap enough for ResNet-8 (about 3 s)
+REFERENCE_FLOAT = ("float graph (the IR before quantization; for an int8 model its float twin with dequantized "
+                   "weights), edgecc float interpreter")
+REFERENCE_QDQ = ("the quantized ONNX model's own float semantics: its float graph with every int8 tensor "
+                 "quantized and dequantized on the model's grid (QuantizeLinear ties to even, then "
+                 "DequantizeLinear), as onnxruntime computes it; edgecc float interpreter")
+
+
+def is_qdq(graph_f32: Graph) -> bool:
+    """True for the float graph of a quantized ONNX model (QDQ / QLinear): its reference fake-quantizes."""
+    return graph_f32.meta.get("format") == "onnx-qdq"
+
+
+def reference_name(graph_f32: Graph) -> str:
+    """report.numerics.reference: the float reference op_numerics uses for this graph, in words."""
+    return REFERENCE_QDQ if is_qdq(graph_f32) else REFERENCE_FLOAT
+
+
+def fake_quant(graph_s8: Graph) -> Transform:
+    """For interpret(transform=): the float value of a tensor the model itself quantizes (a Q/DQ
+    pair in the file: graph_s8.meta[GIVEN_TENSORS]; without that list, every int8 activation) ->
+    that value through ONNX QuantizeLinear-13 (x / scale in float32, ties to even, saturated to the
+    tensor's int8 / uint8 range) and DequantizeLinear on graph_s8's grid. Other tensors stay as the
+    model computes them in float (e.g. a Softmax output the model leaves unquantized; views hold
+    their input's values, already on the grid)."""
+    names = graph_s8.meta.get(GIVEN_TENSORS)
+    names = set(graph_s8.tensors if names is None else names)
+    grids = {name: (t.quant, np.iinfo(t.dtype.np)) for name, t in graph_s8.tensors.items()
+             if name in names and not t.is_const and t.dtype in (DType.INT8, DType.UINT8) and t.quant is not None
+             and not t.quant.is_per_channel}
+
+    def transform(name: str, value: np.ndarray) -> np.ndarray:
+        grid = grids.get(name)
+        if grid is None or not np.issubdtype(np.asarray(value).dtype, np.floating):
+            return value
+        qp, info = grid
+        q = np.rint(np.asarray(value, np.float32) / np.float32(qp.s)) + qp.zp  # rint: ties to even
+        return qp.dequantize(np.clip(q, info.min, info.max))
+    return transform
+
+
+def reference_env(graph_f32: Graph, graph_s8: Graph, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Every tensor's float reference value for one sample (inputs: graph input -> float array):
+    interpret(graph_f32), fake-quantized on graph_s8's grids for a quantized ONNX model (is_qdq)."""
+    return interpret(graph_f32, inputs, keep_all=True, transform=fake_quant(graph_s8) if is_qdq(graph_f32) else None)
 
 
 @dataclass
@@ -77,7 +130,7 @@ def op_numerics(graph_f32: Graph, graph_s8: Graph, float_inputs: Mapping[str, np
     nodes = [nd for nd in graph_s8.nodes if not opdef(nd).is_view]
     acc = {nd.name: _Acc() for nd in nodes}
     for i in range(n):
-        fenv = interpret(graph_f32, {k: v[i] for k, v in float_inputs.items()}, keep_all=True)
+        fenv = reference_env(graph_f32, graph_s8, {k: v[i] for k, v in float_inputs.items()})
         qenv = int8_envs[i] if i < len(int8_envs) else \
             interpret(graph_s8, {k: v[i] for k, v in int8_inputs.items()}, keep_all=True)
         for nd in nodes:
@@ -91,7 +144,8 @@ def op_numerics(graph_f32: Graph, graph_s8: Graph, float_inputs: Mapping[str, np
             a.add("cumulative", ref, t.quant.dequantize(qenv[out]), t.quant.s)
             ins = _isolated_inputs(nd, graph_s8, fenv)
             if ins is not None:
-                iso = opdef(nd).reference_s8(nd, graph_s8, ins)[0]
+                with rounding_mode(graph_rounding(graph_s8)):  # the model's rounding, as interpret() uses it
+                    iso = opdef(nd).reference_s8(nd, graph_s8, ins)[0]
                 a.add("isolated", ref, t.quant.dequantize(iso), t.quant.s)
     ops = {}
     for name, a in acc.items():
@@ -100,7 +154,7 @@ def op_numerics(graph_f32: Graph, graph_s8: Graph, float_inputs: Mapping[str, np
         (iso_db, iso_lsb), (cum_db, cum_lsb) = way("isolated"), way("cumulative")
         ops[name] = {"sqnr_db_isolated": iso_db, "sqnr_db_cumulative": cum_db, "max_abs_err_lsb": cum_lsb,
                      "max_abs_err_lsb_isolated": iso_lsb}
-    return {"samples": n, "ops": ops}
+    return {"samples": n, "ops": ops, "reference": reference_name(graph_f32)}
 
 
 def worst_isolated(ops: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:

@@ -10,7 +10,7 @@ from typing import Any
 
 from profiler import SCHEMA_VERSION
 from profiler.json_out import write_json_file
-from profiler.numerics import worst_isolated
+from profiler.numerics import REFERENCE_FLOAT, worst_isolated
 from profiler.parse import OpCosts
 
 UNIT_WORDS = {"instructions": "instructions", "us": "microseconds", "cycles": "cycles"}
@@ -104,8 +104,7 @@ def build_report(*, model: str, model_sha256: str, board: str, costs: OpCosts | 
         "sections": lib_sections,
         "memory": memory,
         "ops": rows,
-        "numerics": {"reference": "float graph (the IR before quantization; for an int8 model its float twin "
-                                  "with dequantized weights), edgecc float interpreter",
+        "numerics": {"reference": (numerics or {}).get("reference", REFERENCE_FLOAT),
                      "samples": (numerics or {}).get("samples", 0), "worst_isolated_op": worst_isolated(rows)},
         "verification": verification,
         "fault": fault,
@@ -180,12 +179,18 @@ DETAIL_HEADERS = ["#", "op", "weights B", "act read B", "act write B", "live are
                   "SQNR cum dB", "max err LSB", "cost min", "cost max"]
 
 
+def _sqnr_cell(db: float | None, lsb: float | None) -> str:
+    """An SQNR figure; "exact" where the op was compared and no element differs (SQNR null, 0 LSB)."""
+    return "exact" if db is None and lsb == 0 else _fmt(db)
+
+
 def detail_rows(report: dict[str, Any]) -> list[list[str]]:
     """The memory and numerics table: bytes, live arena, SQNR isolated/cumulative, error, spread."""
     d = _cost_digits(report)
     return [[str(o["index"]), o["name"], _fmt(o.get("weight_bytes")), _fmt(o.get("act_read_bytes")),
-             _fmt(o.get("act_write_bytes")), _fmt(o.get("arena_live_bytes")), _fmt(o.get("sqnr_db_isolated")),
-             _fmt(o.get("sqnr_db_cumulative")), _fmt(o.get("max_abs_err_lsb")), _fmt(o.get("cost_min"), d),
+             _fmt(o.get("act_write_bytes")), _fmt(o.get("arena_live_bytes")),
+             _sqnr_cell(o.get("sqnr_db_isolated"), o.get("max_abs_err_lsb_isolated")),
+             _sqnr_cell(o.get("sqnr_db_cumulative"), o.get("max_abs_err_lsb")), _fmt(o.get("max_abs_err_lsb")), _fmt(o.get("cost_min"), d),
              _fmt(o.get("cost_max"), d)] for o in report["ops"]]
 
 

@@ -81,8 +81,12 @@ def quantize(graph: Graph, calibration: Mapping[str, np.ndarray] | None, method:
     meta = {**g.meta, "calibration_method": method if calibration else None, "calibration_samples": samples}
     if given is not None:
         meta["given_quantization"] = True
+        meta[GIVEN_TENSORS] = tuple(sorted(fixed))  # the tensors the model itself quantizes (profiler.numerics)
         meta["weights_with_int8_min"] = weights_with_int8_min(g)
     return replace(g, meta=meta)
+
+
+GIVEN_TENSORS = "given_tensors"  # graph.meta: names of the activations whose grid the model gives (a Q/DQ pair)
 
 
 def _own_int32_bias(node, given_consts: Mapping[str, Tensor] | None) -> bool:
