@@ -18,17 +18,18 @@ REASON_LINES = 3    # terminal lines for ops that did not get the fastest kernel
 
 def flags(graph: Graph, ops: Sequence[dict[str, Any]], notes: Sequence[str]) -> list[dict[str, Any]]:
     """report.json `flags`: one entry per finding, {index, name, op_type, kind, cause} (index / name /
-    op_type null when a note names no op of the report; cause: the note without the op's name). kinds: "low_isolated_sqnr" (isolated SQNR
-    below LOW_SQNR_DB dB), "int32_overflow_risk" (the model's own int32 bias: its worst-case
-    accumulator exceeds 2^31 - 1, kept as the model has it) and "bias_refit" (a float model's bias did
-    not fit int32 with the calibrated weight scale: the scale was raised, quantize.bias_fit.fit_bias).
+    op_type null when a note names no op of the report; cause: the note without the op's name).
+    kinds: "low_isolated_sqnr" (isolated SQNR below LOW_SQNR_DB dB), "int32_overflow_risk" (the
+    model's own int32 bias: its worst-case accumulator exceeds 2^31 - 1, kept as the model has it) and
+    "bias_refit" (a float model's bias did not fit int32 with the calibrated weight scale: the scale
+    was raised, quantize.bias_fit.fit_bias).
     `notes`: the graph's quantize.bias_fit NOTES_KEY lines."""
     out = []
     for o in ops:
         db = o.get("sqnr_db_isolated")
         if db is not None and db < LOW_SQNR_DB:
             out.append({**_op(o), "kind": "low_isolated_sqnr",
-                        "cause": f"isolated SQNR {db:.1f} dB < {LOW_SQNR_DB:g} dB: quantizing this op alone loses "
+                        "cause": f"isolated SQNR {db:.2f} dB < {LOW_SQNR_DB:g} dB: quantizing this op alone loses "
                                  "most of its signal (its input or output grid is too coarse for its values)"})
     by_name = {o["name"]: o for o in ops}
     subjects = [(note_subject(n), by_name.get(n.name)) for n in graph.nodes]

@@ -104,7 +104,8 @@ def static_ops(build: Build) -> list[dict[str, Any]]:
             continue
         c = op.cost(node, g)
         ops.append({"index": len(ops), "name": node.name, "op_type": node.op.value,
-                    "kernel": build.variants[node.name].name, "kernel_reason": reasons[node.name], "output_shape": list(g.t(node.outputs[0]).shape),
+                    "kernel": build.variants[node.name].name, "kernel_reason": reasons[node.name],
+                    "output_shape": list(g.t(node.outputs[0]).shape),
                     "macs": c.macs, "weight_bytes": c.weight_bytes, "act_read_bytes": c.act_read_bytes,
                     "act_write_bytes": c.act_write_bytes, "layout": tensor_layout(g, node.outputs[0])})
     return ops
