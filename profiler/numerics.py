@@ -10,11 +10,12 @@ samples (the first `max_samples`). Tensors are matched by name and shape between
 (passes run before quantization, so they agree); an op without a float counterpart gets None.
 
 The float reference of a quantized ONNX model (QDQ / QLinear, graph_f32.meta["format"] "onnx-qdq")
-is the model's own float semantics, as onnxruntime computes it: every tensor the int8 graph holds in
-int8 goes through QuantizeLinear (float32 division, ties to even, saturation) and DequantizeLinear
-with the model's grid, so the clamps its grids imply (ReLU6-like ranges) are applied where the
-model applies them and an op computed exactly shows exact. Any other model's reference is its
-float graph as is (a float ONNX model; a .tflite model's float twin with dequantized weights).
+is the model's own float semantics, as onnxruntime computes them (profiler.qdq_reference): every
+tensor onnxruntime's value where it has one, every tensor the model quantizes through QuantizeLinear
+(ties to even) and DequantizeLinear on the model's grid, so the clamps its grids imply (ReLU6-like
+ranges) apply where the model applies them and an op computed exactly shows exact. Any other
+model's reference is its float graph as is (a float ONNX model; a .tflite model's float twin with
+dequantized weights).
 Not here: the float graphs themselves (the caller passes them), or the board's outputs.
 """
 from __future__ import annotations
@@ -25,8 +26,8 @@ from typing import Any
 
 import numpy as np
 
-from quantize import GIVEN_TENSORS
-from toolchain.interpret import Transform, interpret
+from profiler.qdq_reference import is_qdq, qdq_transform
+from toolchain.interpret import interpret
 from toolchain.ir import DType, Graph
 from toolchain.ops.fixed_point import graph_rounding, rounding_mode
 from toolchain.ops.registry import opdef
@@ -34,14 +35,9 @@ from toolchain.ops.registry import opdef
 MAX_SAMPLES = 32  # enough for a stable per-layer SQNR, cheap enough for ResNet-8 (about 3 s)
 REFERENCE_FLOAT = ("float graph (the IR before quantization; for an int8 model its float twin with dequantized "
                    "weights), edgecc float interpreter")
-REFERENCE_QDQ = ("the quantized ONNX model's own float semantics: its float graph with every int8 tensor "
-                 "quantized and dequantized on the model's grid (QuantizeLinear ties to even, then "
-                 "DequantizeLinear), as onnxruntime computes it; edgecc float interpreter")
-
-
-def is_qdq(graph_f32: Graph) -> bool:
-    """True for the float graph of a quantized ONNX model (QDQ / QLinear): its reference fake-quantizes."""
-    return graph_f32.meta.get("format") == "onnx-qdq"
+REFERENCE_QDQ = ("the quantized ONNX model's own float semantics: onnxruntime's value of every float tensor "
+                 "(ORT_DISABLE_ALL; the edgecc float interpreter's where onnxruntime has none), each tensor the "
+                 "model quantizes put through QuantizeLinear (ties to even) and DequantizeLinear on its grid")
 
 
 def reference_name(graph_f32: Graph) -> str:
@@ -49,33 +45,14 @@ def reference_name(graph_f32: Graph) -> str:
     return REFERENCE_QDQ if is_qdq(graph_f32) else REFERENCE_FLOAT
 
 
-def fake_quant(graph_s8: Graph) -> Transform:
-    """For interpret(transform=): the float value of a tensor the model itself quantizes (a Q/DQ
-    pair in the file: graph_s8.meta[GIVEN_TENSORS]; without that list, every int8 activation) ->
-    that value through ONNX QuantizeLinear-13 (x / scale in float32, ties to even, saturated to the
-    tensor's int8 / uint8 range) and DequantizeLinear on graph_s8's grid. Other tensors stay as the
-    model computes them in float (e.g. a Softmax output the model leaves unquantized; views hold
-    their input's values, already on the grid)."""
-    names = graph_s8.meta.get(GIVEN_TENSORS)
-    names = set(graph_s8.tensors if names is None else names)
-    grids = {name: (t.quant, np.iinfo(t.dtype.np)) for name, t in graph_s8.tensors.items()
-             if name in names and not t.is_const and t.dtype in (DType.INT8, DType.UINT8) and t.quant is not None
-             and not t.quant.is_per_channel}
-
-    def transform(name: str, value: np.ndarray) -> np.ndarray:
-        grid = grids.get(name)
-        if grid is None or not np.issubdtype(np.asarray(value).dtype, np.floating):
-            return value
-        qp, info = grid
-        q = np.rint(np.asarray(value, np.float32) / np.float32(qp.s)) + qp.zp  # rint: ties to even
-        return qp.dequantize(np.clip(q, info.min, info.max))
-    return transform
-
-
-def reference_env(graph_f32: Graph, graph_s8: Graph, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+def reference_env(graph_f32: Graph, graph_s8: Graph, inputs: Mapping[str, np.ndarray],
+                  anchor: Mapping[str, np.ndarray] | None = None) -> dict[str, np.ndarray]:
     """Every tensor's float reference value for one sample (inputs: graph input -> float array):
-    interpret(graph_f32), fake-quantized on graph_s8's grids for a quantized ONNX model (is_qdq)."""
-    return interpret(graph_f32, inputs, keep_all=True, transform=fake_quant(graph_s8) if is_qdq(graph_f32) else None)
+    interpret(graph_f32); for a quantized ONNX model (is_qdq) each tensor is first replaced by
+    onnxruntime's value of it (`anchor`, name -> ORT's array, profiler.qdq_reference.ort_tensors)
+    and then fake-quantized on the model's grids (qdq_reference.qdq_transform)."""
+    transform = qdq_transform(graph_s8, anchor or {}) if is_qdq(graph_f32) else None
+    return interpret(graph_f32, inputs, keep_all=True, transform=transform)
 
 
 @dataclass
@@ -119,18 +96,21 @@ def _isolated_inputs(node: Any, g8: Graph, fenv: Mapping[str, np.ndarray]) -> li
 
 def op_numerics(graph_f32: Graph, graph_s8: Graph, float_inputs: Mapping[str, np.ndarray],
                 int8_inputs: Mapping[str, np.ndarray], max_samples: int = MAX_SAMPLES,
-                int8_envs: Sequence[Mapping[str, np.ndarray]] = ()) -> dict[str, Any]:
+                int8_envs: Sequence[Mapping[str, np.ndarray]] = (),
+                anchors: Sequence[Mapping[str, np.ndarray]] = ()) -> dict[str, Any]:
     """{"samples": S, "ops": {node name: {sqnr_db_isolated, sqnr_db_cumulative, max_abs_err_lsb,
     max_abs_err_lsb_isolated}}} for every executed (non-view) op of graph_s8.
 
     float_inputs / int8_inputs: graph input name -> [samples, *shape]; `int8_envs` may hold the
-    interpret(graph_s8, ..., keep_all=True) environments already computed for the first samples.
+    interpret(graph_s8, ..., keep_all=True) environments already computed for the first samples;
+    `anchors` onnxruntime's tensor values per sample for a quantized ONNX model (reference_env).
     """
     n = min(max_samples, len(next(iter(int8_inputs.values()))))
     nodes = [nd for nd in graph_s8.nodes if not opdef(nd).is_view]
     acc = {nd.name: _Acc() for nd in nodes}
     for i in range(n):
-        fenv = reference_env(graph_f32, graph_s8, {k: v[i] for k, v in float_inputs.items()})
+        fenv = reference_env(graph_f32, graph_s8, {k: v[i] for k, v in float_inputs.items()},
+                             anchors[i] if i < len(anchors) else None)
         qenv = int8_envs[i] if i < len(int8_envs) else \
             interpret(graph_s8, {k: v[i] for k, v in int8_inputs.items()}, keep_all=True)
         for nd in nodes:

@@ -18,6 +18,7 @@ import numpy as np
 from profiler.cycles import cycle_fields
 from profiler.memory_plot import plot_memory
 from profiler.numerics import MAX_SAMPLES, op_numerics
+from profiler.qdq_reference import is_qdq, ort_tensors
 from profiler.parse import MARK_SYMBOLS, OpCosts, ProfileError, from_harness, from_marks
 from profiler.report import build_report
 from targets import TimeSource
@@ -215,6 +216,20 @@ def _input_saturation(data: dict[str, np.ndarray], q: dict[str, np.ndarray], bui
     return sat, lines
 
 
+def _ort_anchors(build: Build, data: dict[str, np.ndarray], q: dict[str, np.ndarray],
+                 samples: int) -> list[dict[str, np.ndarray]]:
+    """onnxruntime's tensor values of a quantized ONNX model for the per-op reference
+    (profiler.qdq_reference.ort_tensors); [] for other models, or when onnxruntime cannot run the
+    model (float_reference then says so in one line; the per-op figures use our interpreter alone)."""
+    if not is_qdq(build.graph_f32):
+        return []
+    names = [n for n, t in build.graph_f32.tensors.items() if not t.is_const]
+    try:
+        return ort_tensors(build.config.model, build.graph_s8, names, data, q, samples)
+    except Exception:  # noqa: BLE001 - onnx / onnxruntime raise their own types; the reference falls back
+        return []
+
+
 def verification_data(cfg: Config, graph_f32: Graph, graph_s8: Graph) -> dict[str, np.ndarray]:
     """The verification DATA (`verify`, else `calibration`) through the preprocess block, per graph
     input [S, *shape] float32, or the model's own int8/uint8 values for data of that dtype. Read
@@ -242,7 +257,8 @@ def run_and_verify(build: Build, data: dict[str, np.ndarray] | None = None) -> O
                               marks=MARK_SYMBOLS, classes=target.cycle_costs is not None)
         runs = [interpret(g, {k: v[i] for k, v in q.items()}, keep_all=i < MAX_SAMPLES) for i in range(samples)]
         expected = [np.stack([r[o] for r in runs]) for o in g.outputs]
-        numerics = op_numerics(build.graph_f32, g, data, q, int8_envs=runs[:MAX_SAMPLES])  # per-op error vs float
+        numerics = op_numerics(build.graph_f32, g, data, q, int8_envs=runs[:MAX_SAMPLES],  # per-op error vs float
+                               anchors=_ort_anchors(build, data, q, min(samples, MAX_SAMPLES)))
         floats = float_reference(build, data, q)
         log = pending.result()
     # paths relative to fw/: the build folder is renamed to OUT once the run is over
