@@ -158,3 +158,13 @@ def test_two_outputs_each_named_with_their_figures(tmp_path: Path, edgecc, need_
     for k, o in enumerate(outs):
         line = f"output {k} '{o['name']}' 1x{o['shape'][1]}: top-1 agreement with float {o['top1_agreement']:.4f}"
         assert line in text
+
+
+def test_digits_on_the_m4_dsp_kernels_have_no_reason(digits_run) -> None:
+    """The bundled example on mps2-an386: every op that runs a DSP kernel has kernel_reason null; the
+    ops in portable C that have a DSP variant say why (the Add here: too small for the DSP kernel)."""
+    report = digits_run("mps2-an386").report
+    dsp = [o for o in report["ops"] if o["kernel"].startswith("dsp")]
+    assert len(dsp) >= 5 and all(o["kernel_reason"] is None for o in dsp)
+    add, = [o for o in report["ops"] if o["op_type"] == "Add"]
+    assert add["kernel"].startswith("portable") and "dsp" in add["kernel_reason"]
