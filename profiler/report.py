@@ -147,7 +147,7 @@ def write_json(report: dict[str, Any], path: Path) -> None:
 
 CSV_FIELDS = ("index", "name", "op_type", "kernel", "output_shape", "macs", "weight_bytes", "act_read_bytes",
               "act_write_bytes", "cost", "cost_min", "cost_max", "cost_unit", "share", "macs_per_cost",
-              "arena_live_bytes", *NUMERIC_FIELDS)
+              "arena_live_bytes", *NUMERIC_FIELDS, "kernel_reason")
 
 
 def write_csv(report: dict[str, Any], path: Path) -> None:
