@@ -8,7 +8,15 @@
 Both as SQNR (dB) and max abs error in LSB of the op's output scale, over the verification
 samples (the first `max_samples`). Tensors are matched by name and shape between the graphs
 (passes run before quantization, so they agree); an op without a float counterpart gets None.
-Not here: the float reference itself (the caller passes the graphs), or the board's outputs.
+
+The float reference of a quantized ONNX model (QDQ / QLinear, graph_f32.meta["format"] "onnx-qdq")
+is the model's own float semantics, as onnxruntime computes them (profiler.qdq_reference): every
+tensor onnxruntime's value where it has one, every tensor the model quantizes through QuantizeLinear
+(ties to even) and DequantizeLinear on the model's grid, so the clamps its grids imply (ReLU6-like
+ranges) apply where the model applies them and an op computed exactly shows exact. Any other
+model's reference is its float graph as is (a float ONNX model; a .tflite model's float twin with
+dequantized weights).
+Not here: the float graphs themselves (the caller passes them), or the board's outputs.
 """
 from __future__ import annotations
 
@@ -18,11 +26,33 @@ from typing import Any
 
 import numpy as np
 
+from profiler.qdq_reference import is_qdq, qdq_transform
 from toolchain.interpret import interpret
 from toolchain.ir import DType, Graph
+from toolchain.ops.fixed_point import graph_rounding, rounding_mode
 from toolchain.ops.registry import opdef
 
 MAX_SAMPLES = 32  # enough for a stable per-layer SQNR, cheap enough for ResNet-8 (about 3 s)
+REFERENCE_FLOAT = ("float graph (the IR before quantization; for an int8 model its float twin with dequantized "
+                   "weights), edgecc float interpreter")
+REFERENCE_QDQ = ("the quantized ONNX model's own float semantics: onnxruntime's value of every float tensor "
+                 "(ORT_DISABLE_ALL; the edgecc float interpreter's where onnxruntime has none), each tensor the "
+                 "model quantizes put through QuantizeLinear (ties to even) and DequantizeLinear on its grid")
+
+
+def reference_name(graph_f32: Graph) -> str:
+    """report.numerics.reference: the float reference op_numerics uses for this graph, in words."""
+    return REFERENCE_QDQ if is_qdq(graph_f32) else REFERENCE_FLOAT
+
+
+def reference_env(graph_f32: Graph, graph_s8: Graph, inputs: Mapping[str, np.ndarray],
+                  anchor: Mapping[str, np.ndarray] | None = None) -> dict[str, np.ndarray]:
+    """Every tensor's float reference value for one sample (inputs: graph input -> float array):
+    interpret(graph_f32); for a quantized ONNX model (is_qdq) each tensor is first replaced by
+    onnxruntime's value of it (`anchor`, name -> ORT's array, profiler.qdq_reference.ort_tensors)
+    and then fake-quantized on the model's grids (qdq_reference.qdq_transform)."""
+    transform = qdq_transform(graph_s8, anchor or {}) if is_qdq(graph_f32) else None
+    return interpret(graph_f32, inputs, keep_all=True, transform=transform)
 
 
 @dataclass
@@ -66,18 +96,21 @@ def _isolated_inputs(node: Any, g8: Graph, fenv: Mapping[str, np.ndarray]) -> li
 
 def op_numerics(graph_f32: Graph, graph_s8: Graph, float_inputs: Mapping[str, np.ndarray],
                 int8_inputs: Mapping[str, np.ndarray], max_samples: int = MAX_SAMPLES,
-                int8_envs: Sequence[Mapping[str, np.ndarray]] = ()) -> dict[str, Any]:
+                int8_envs: Sequence[Mapping[str, np.ndarray]] = (),
+                anchors: Sequence[Mapping[str, np.ndarray]] = ()) -> dict[str, Any]:
     """{"samples": S, "ops": {node name: {sqnr_db_isolated, sqnr_db_cumulative, max_abs_err_lsb,
     max_abs_err_lsb_isolated}}} for every executed (non-view) op of graph_s8.
 
     float_inputs / int8_inputs: graph input name -> [samples, *shape]; `int8_envs` may hold the
-    interpret(graph_s8, ..., keep_all=True) environments already computed for the first samples.
+    interpret(graph_s8, ..., keep_all=True) environments already computed for the first samples;
+    `anchors` onnxruntime's tensor values per sample for a quantized ONNX model (reference_env).
     """
     n = min(max_samples, len(next(iter(int8_inputs.values()))))
     nodes = [nd for nd in graph_s8.nodes if not opdef(nd).is_view]
     acc = {nd.name: _Acc() for nd in nodes}
     for i in range(n):
-        fenv = interpret(graph_f32, {k: v[i] for k, v in float_inputs.items()}, keep_all=True)
+        fenv = reference_env(graph_f32, graph_s8, {k: v[i] for k, v in float_inputs.items()},
+                             anchors[i] if i < len(anchors) else None)
         qenv = int8_envs[i] if i < len(int8_envs) else \
             interpret(graph_s8, {k: v[i] for k, v in int8_inputs.items()}, keep_all=True)
         for nd in nodes:
@@ -91,7 +124,8 @@ def op_numerics(graph_f32: Graph, graph_s8: Graph, float_inputs: Mapping[str, np
             a.add("cumulative", ref, t.quant.dequantize(qenv[out]), t.quant.s)
             ins = _isolated_inputs(nd, graph_s8, fenv)
             if ins is not None:
-                iso = opdef(nd).reference_s8(nd, graph_s8, ins)[0]
+                with rounding_mode(graph_rounding(graph_s8)):  # the model's rounding, as interpret() uses it
+                    iso = opdef(nd).reference_s8(nd, graph_s8, ins)[0]
                 a.add("isolated", ref, t.quant.dequantize(iso), t.quant.s)
     ops = {}
     for name, a in acc.items():
@@ -100,7 +134,7 @@ def op_numerics(graph_f32: Graph, graph_s8: Graph, float_inputs: Mapping[str, np
         (iso_db, iso_lsb), (cum_db, cum_lsb) = way("isolated"), way("cumulative")
         ops[name] = {"sqnr_db_isolated": iso_db, "sqnr_db_cumulative": cum_db, "max_abs_err_lsb": cum_lsb,
                      "max_abs_err_lsb_isolated": iso_lsb}
-    return {"samples": n, "ops": ops}
+    return {"samples": n, "ops": ops, "reference": reference_name(graph_f32)}
 
 
 def worst_isolated(ops: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:

@@ -9,9 +9,12 @@ from pathlib import Path
 from typing import Any
 
 from profiler import SCHEMA_VERSION
+from profiler.findings import flag_lines, flags, kernel_reason_lines
 from profiler.json_out import write_json_file
-from profiler.numerics import worst_isolated
+from profiler.numerics import REFERENCE_FLOAT, worst_isolated
 from profiler.parse import OpCosts
+from quantize.bias_fit import NOTES_KEY
+from toolchain.ir import Graph
 
 UNIT_WORDS = {"instructions": "instructions", "us": "microseconds", "cycles": "cycles"}
 UNTESTED = ("dwt_cyccnt", "pmccntr_el0")  # counters whose code never ran on real silicon here
@@ -78,12 +81,15 @@ def build_report(*, model: str, model_sha256: str, board: str, costs: OpCosts | 
                  memory: dict[str, Any], lib_sections: dict[str, int], harness_bytes: int,
                  verification: dict[str, Any], status: str, timings: dict[str, float],
                  fault: dict[str, Any] | None = None, generator: str = "",
-                 numerics: dict[str, Any] | None = None, weights: dict[str, int] | None = None) -> dict[str, Any]:
+                 numerics: dict[str, Any] | None = None, weights: dict[str, int] | None = None,
+                 graph: Graph | None = None) -> dict[str, Any]:
     """The report.json document (schema_version SCHEMA_VERSION). weights: the byte breakdown of the
-    weights section from the emitter (toolchain.codegen.context.weights_breakdown), optional."""
+    weights section from the emitter (toolchain.codegen.context.weights_breakdown), optional; graph:
+    the int8 graph, whose quantize.bias_fit notes become `flags` and numerics.accumulator_notes."""
     unit = costs.unit if costs else None
     flash = sum(lib_sections[k] for k in ("text", "rodata", "weights", "data"))
     rows = op_rows(ops, costs, memory, numerics)
+    notes = graph.meta.get(NOTES_KEY, ()) if graph is not None else ()
     return {
         "schema_version": SCHEMA_VERSION,
         "generator": generator,
@@ -104,9 +110,10 @@ def build_report(*, model: str, model_sha256: str, board: str, costs: OpCosts | 
         "sections": lib_sections,
         "memory": memory,
         "ops": rows,
-        "numerics": {"reference": "float graph (the IR before quantization; for an int8 model its float twin "
-                                  "with dequantized weights), edgecc float interpreter",
-                     "samples": (numerics or {}).get("samples", 0), "worst_isolated_op": worst_isolated(rows)},
+        "numerics": {"reference": (numerics or {}).get("reference", REFERENCE_FLOAT),
+                     "samples": (numerics or {}).get("samples", 0), "worst_isolated_op": worst_isolated(rows),
+                     "accumulator_notes": list(notes)},
+        "flags": flags(graph, rows, notes) if graph is not None else [],
         "verification": verification,
         "fault": fault,
         "timings_s": timings,
@@ -140,7 +147,7 @@ def write_json(report: dict[str, Any], path: Path) -> None:
 
 CSV_FIELDS = ("index", "name", "op_type", "kernel", "output_shape", "macs", "weight_bytes", "act_read_bytes",
               "act_write_bytes", "cost", "cost_min", "cost_max", "cost_unit", "share", "macs_per_cost",
-              "arena_live_bytes", *NUMERIC_FIELDS)
+              "arena_live_bytes", *NUMERIC_FIELDS, "kernel_reason")
 
 
 def write_csv(report: dict[str, Any], path: Path) -> None:
@@ -180,12 +187,18 @@ DETAIL_HEADERS = ["#", "op", "weights B", "act read B", "act write B", "live are
                   "SQNR cum dB", "max err LSB", "cost min", "cost max"]
 
 
+def _sqnr_cell(db: float | None, lsb: float | None) -> str:
+    """An SQNR figure; "exact" where the op was compared and no element differs (SQNR null, 0 LSB)."""
+    return "exact" if db is None and lsb == 0 else _fmt(db)
+
+
 def detail_rows(report: dict[str, Any]) -> list[list[str]]:
     """The memory and numerics table: bytes, live arena, SQNR isolated/cumulative, error, spread."""
     d = _cost_digits(report)
     return [[str(o["index"]), o["name"], _fmt(o.get("weight_bytes")), _fmt(o.get("act_read_bytes")),
-             _fmt(o.get("act_write_bytes")), _fmt(o.get("arena_live_bytes")), _fmt(o.get("sqnr_db_isolated")),
-             _fmt(o.get("sqnr_db_cumulative")), _fmt(o.get("max_abs_err_lsb")), _fmt(o.get("cost_min"), d),
+             _fmt(o.get("act_write_bytes")), _fmt(o.get("arena_live_bytes")),
+             _sqnr_cell(o.get("sqnr_db_isolated"), o.get("max_abs_err_lsb_isolated")),
+             _sqnr_cell(o.get("sqnr_db_cumulative"), o.get("max_abs_err_lsb")), _fmt(o.get("max_abs_err_lsb")), _fmt(o.get("cost_min"), d),
              _fmt(o.get("cost_max"), d)] for o in report["ops"]]
 
 
@@ -252,20 +265,38 @@ def summary_lines(report: dict[str, Any]) -> list[str]:
     if report["status"] in ("fault", "timeout"):
         lines.append("verification: not done, the run did not complete (see fw/run.log)")
     elif v.get("samples"):
-        lines.append(f"verification vs {v['reference']}: {'bit-exact' if v['bit_exact'] else 'MISMATCH'} on "
-                     f"{v['samples']} samples; top-1 agreement with float {_fmt(v.get('top1_agreement'), 4)}, "
-                     f"SQNR {_fmt(v.get('sqnr_db'), 1)} dB")
+        lines += verification_lines(v)
         if "tflm_bit_exact" in v:  # .tflite models: TFLM on the same samples
             lines.append(_tflm_line(v))
     if worst := worst_line(report):
         lines.append(worst)
+    lines += kernel_reason_lines(report)
     if report.get("fault"):
         f = report["fault"]
         where = f" in {f['function']}()" if f.get("function") else ""
         if f.get("kind") == "guard":
             where = f": the guard after buffer {f.get('buffer')} was broken"
         lines.append(f"FAULT: {f.get('reason')}{where} while running op {f.get('op')} ({f.get('op_name') or 'none'})")
-    return lines
+    return lines + flag_lines(report)  # the flags last: the lines a user reads first
+
+
+def verification_lines(v: dict[str, Any]) -> list[str]:
+    """Bit-exactness and the float agreement of every output, each named: on the verification line
+    for a one-output model, one line per output otherwise (reports without `outputs`: output 0's)."""
+    head = f"verification vs {v['reference']}: {'bit-exact' if v['bit_exact'] else 'MISMATCH'} on {v['samples']} samples"
+    outs = v.get("outputs") or [{"name": None, "top1_agreement": v.get("top1_agreement"), "sqnr_db": v.get("sqnr_db")}]
+
+    def figures(o: dict[str, Any]) -> str:
+        if o.get("index_agreement") is not None:  # int32 indices (ARG_MAX): no top-1 or SQNR
+            return f"index agreement with float {_fmt(o['index_agreement'], 4)}"
+        return f"top-1 agreement with float {_fmt(o.get('top1_agreement'), 4)}, SQNR {_fmt(o.get('sqnr_db'), 1)} dB"
+    if len(outs) == 1:
+        name = f" (output {outs[0]['name']!r})" if outs[0]["name"] else ""
+        return [f"{head}; {figures(outs[0])}{name}"]
+    return [f"{head}; per output ({len(outs)}):"] + [
+        f"  output {k} {o['name']!r} {'x'.join(map(str, o['shape']))}: {figures(o)}"
+        + ("" if o.get("bit_exact") in (True, None) else f"; MISMATCH, max {_fmt(o['max_abs_diff_lsb'])} LSB")
+        for k, o in enumerate(outs)]
 
 
 def flash_line(report: dict[str, Any]) -> str:

@@ -26,6 +26,8 @@ from toolchain.errors import UnsupportedModel
 from toolchain.ir import DType, Graph, QuantParams, Tensor
 from toolchain.ops.registry import opdef
 
+GIVEN_TENSORS = "given_tensors"  # graph.meta: names of the activations whose grid the model gives (a Q/DQ pair)
+
 
 def quantize(graph: Graph, calibration: Mapping[str, np.ndarray] | None, method: str = "mse", *,
              given: Mapping[str, QuantParams] | None = None,
@@ -81,6 +83,7 @@ def quantize(graph: Graph, calibration: Mapping[str, np.ndarray] | None, method:
     meta = {**g.meta, "calibration_method": method if calibration else None, "calibration_samples": samples}
     if given is not None:
         meta["given_quantization"] = True
+        meta[GIVEN_TENSORS] = tuple(sorted(fixed))  # the tensors the model itself quantizes (profiler.numerics)
         meta["weights_with_int8_min"] = weights_with_int8_min(g)
     return replace(g, meta=meta)
 

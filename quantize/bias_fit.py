@@ -32,8 +32,16 @@ TARGET = 2.0**30
 NOTES_KEY = "accumulator_notes"  # graph.meta: one line per op whose constants were refitted / are at risk
 
 
+OVERFLOW_RISK = "int32 accumulator can overflow"  # the words of an accumulator_risks note (profiler.findings)
+
+
+def note_subject(node: Node) -> str:
+    """How a note names its node ("node conv1 (Conv2D)"): profiler.findings finds the op of a note by it."""
+    return f"node {node.source or node.name} ({node.op.value})"
+
+
 def _where(graph: Graph, node: Node) -> str:
-    return f"{graph.meta.get('source', graph.name)}: node {node.source or node.name} ({node.op.value})"
+    return f"{graph.meta.get('source', graph.name)}: {note_subject(node)}"
 
 
 def max_input_step(x: Tensor) -> int:
@@ -149,7 +157,7 @@ def accumulator_risks(graph: Graph) -> list[str]:
         bound = accumulator_bound(w.data, b.data, axis, max_input_step(x))
         bad = np.flatnonzero(bound > INT32_MAX)
         if bad.size:
-            lines.append(f"{_where(graph, node)}: int32 accumulator can overflow in {bad.size} of {bound.size} "
+            lines.append(f"{_where(graph, node)}: {OVERFLOW_RISK} in {bad.size} of {bound.size} "
                          f"channel(s) (bias + worst-case sum up to {bound.max():.3g} > 2^31 - 1); the model's own "
                          "bias is kept: outputs may wrap")
     return lines

@@ -8,7 +8,7 @@ read here, once per run, not passed op by op.
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import numpy as np
 
@@ -18,18 +18,24 @@ from toolchain.ops.fixed_point import graph_rounding, rounding_mode
 from toolchain.ops.registry import opdef
 
 
-def interpret(graph: Graph, inputs: Mapping[str, np.ndarray], keep_all: bool = False) -> dict[str, np.ndarray]:
+Transform = Callable[[str, np.ndarray], np.ndarray]
+
+
+def interpret(graph: Graph, inputs: Mapping[str, np.ndarray], keep_all: bool = False,
+              transform: Transform | None = None) -> dict[str, np.ndarray]:
     """Run the graph on one set of inputs.
 
     inputs: graph input name -> array of the input tensor's shape and dtype.
+    transform(tensor name, value) -> value, when given, rewrites every graph input and node output
+    before later nodes read it (e.g. a QDQ model's fake quantization, profiler.numerics).
     Returns the graph outputs by name (every activation too when keep_all).
     Raises ValueError when an input is missing or has the wrong shape.
     """
     with rounding_mode(graph_rounding(graph)):
-        return _run(graph, inputs, keep_all)
+        return _run(graph, inputs, keep_all, transform or (lambda name, value: value))
 
 
-def _run(graph: Graph, inputs: Mapping[str, np.ndarray], keep_all: bool) -> dict[str, np.ndarray]:
+def _run(graph: Graph, inputs: Mapping[str, np.ndarray], keep_all: bool, transform: Transform) -> dict[str, np.ndarray]:
     env: dict[str, np.ndarray] = {}
     for name in graph.inputs:
         t = graph.t(name)
@@ -38,14 +44,14 @@ def _run(graph: Graph, inputs: Mapping[str, np.ndarray], keep_all: bool) -> dict
         arr = np.asarray(inputs[name])
         if tuple(arr.shape) != t.shape:
             raise ValueError(f"input {name!r} has shape {list(arr.shape)}, expected {list(t.shape)}")
-        env[name] = arr.astype(t.dtype.np)
+        env[name] = transform(name, arr.astype(t.dtype.np))
     for node in graph.nodes:
         ins = [(graph.t(i).data if graph.t(i).is_const else env[i]) if i else None for i in node.inputs]
         op = opdef(node)
         quantized = graph.t(node.outputs[0]).dtype == DType.INT8
         outs = (op.reference_s8 if quantized else op.reference_f32)(node, graph, ins)
         for name, val in zip(node.outputs, outs, strict=True):
-            env[name] = val
+            env[name] = transform(name, val)
     return env if keep_all else {o: env[o] for o in graph.outputs}
 
 

@@ -8,7 +8,8 @@ from dataclasses import replace
 
 import toolchain.isa  # noqa: F401 - attaches the ISA kernel variants (dsp, helium, neon) to the ops
 from toolchain.errors import UnsupportedModel
-from toolchain.ir import Graph
+from toolchain.ir import Graph, Node
+from toolchain.ops.fixed_point import graph_rounding
 from toolchain.ops.registry import KernelVariant, opdef
 
 
@@ -45,6 +46,47 @@ def select_kernels(graph: Graph, preference: Sequence[str], features: Collection
         else:
             raise UnsupportedModel(f"node {node.source or node.name} ({node.op.value}): no kernel variant applies")
     return chosen
+
+
+def kernel_reasons(graph: Graph, chosen: dict[str, KernelVariant], preference: Sequence[str],
+                   features: Collection[str] = ()) -> dict[str, str | None]:
+    """node name -> why the faster kernels stepped aside for it (report.json `kernel_reason`), None
+    when its chosen variant is the fastest the op has for the board (no variant of an ISA folder
+    earlier in `preference` than the chosen one's exists). The reason is the first a faster variant
+    gives in preference order (KernelVariant.why_not, the user's words, e.g. "dsp: weights hold
+    -128"); without one: the board lacks a feature the variant needs, the layout is not the
+    variant's, "rounding onnx: no <isa> twin" (a registry.tflm_only kernel under `rounding: onnx`),
+    or "no <isa> kernel for these parameters"."""
+    order = [*preference, *(["portable"] if "portable" not in preference else [])]
+    have = frozenset(features)
+    layouts = graph.meta.get("layouts") or {}
+    out: dict[str, str | None] = {}
+    for node in graph.nodes:
+        v = chosen.get(node.name)
+        if v is None:
+            continue
+        rank = order.index(v.isa) if v.isa in order else len(order)
+        faster = [f for isa in order[:rank] for f in opdef(node).variants if f.isa == isa]
+        reasons = [_why_not(f, node, graph, have, layouts.get(node.outputs[0], "NHWC")) for f in faster]
+        specific = [r for r, own in reasons if own]
+        out[node.name] = specific[0] if specific else reasons[0][0] if reasons else None
+    return out
+
+
+def _why_not(v: KernelVariant, node: Node, graph: Graph, have: frozenset[str], layout: str) -> tuple[str, bool]:
+    """(reason variant v was not taken for node, whether the reason is specific rather than generic)."""
+    if not v.requires <= have:
+        return f"{v.isa}: needs {', '.join(sorted(v.requires - have))}, which this board lacks", True
+    if layout not in v.layouts:
+        return f"{v.isa}: no kernel for the {layout} layout", True
+    own = v.why_not(node, graph) if v.why_not is not None else None
+    if own:
+        return f"{v.isa}: {own}", True
+    if getattr(v.applies, "tflm_only", False) and graph_rounding(graph) != "tflm":
+        return f"rounding {graph_rounding(graph)}: no {v.isa} twin", True
+    if v.applies(node, graph):  # applies, yet not chosen: `optimize: ram` took a kernel with less scratch
+        return f"optimize ram: a kernel with less scratch than {v.isa}", True
+    return f"no {v.isa} kernel for these parameters", False
 
 
 def lowering_target(target, kernels: str = "auto"):

@@ -18,6 +18,7 @@ import numpy as np
 from profiler.cycles import cycle_fields
 from profiler.memory_plot import plot_memory
 from profiler.numerics import MAX_SAMPLES, op_numerics
+from profiler.qdq_reference import is_qdq, ort_tensors
 from profiler.parse import MARK_SYMBOLS, OpCosts, ProfileError, from_harness, from_marks
 from profiler.report import build_report
 from targets import TimeSource
@@ -31,10 +32,12 @@ from toolchain.data import SATURATION_LIMIT, input_saturation, load_data, quanti
 from toolchain.errors import InputError
 from toolchain.frontend.onnx_qdq_ort import lsb_agreement, run_onnxruntime
 from toolchain.interpret import interpret
-from toolchain.ir import DType, Graph
+from toolchain.ir import Graph
+from toolchain.lower import kernel_reasons, lowering_target
 from toolchain.memory import PLANNERS, live_bound
 from toolchain.ops.fixed_point import graph_rounding
 from toolchain.ops.registry import opdef
+from toolchain.output_figures import output_figures
 from toolchain.pipeline import Build, expected_instructions, write_inputs
 from toolchain.progress import warning
 from toolchain.tflm_oracle import tflm_verification
@@ -90,17 +93,11 @@ def _float_reference(build: Build, data: dict[str, np.ndarray], data_s8: dict[st
     return [np.stack([r[j] for r in runs]) for j in range(len(runs[0]))]
 
 
-def sqnr_db(ref: np.ndarray, approx: np.ndarray) -> float | None:
-    """10 log10(signal power / noise power); None when the two are identical or the reference is all
-    zero (no signal: the ratio is undefined, and -inf is not JSON)."""
-    noise = float(np.sum((ref.astype(np.float64) - approx) ** 2))
-    signal = float(np.sum(ref.astype(np.float64) ** 2))
-    return None if noise == 0 or signal == 0 else 10 * np.log10(signal / noise)
-
-
 def static_ops(build: Build) -> list[dict[str, Any]]:
     """One entry per executed op (views excluded), in kernel-call order."""
     g = build.graph_s8
+    prefs = [isa.value for isa in lowering_target(build.target, build.config.kernels).kernel_preference]
+    reasons = kernel_reasons(g, build.variants, prefs, build.target.isa_features)
     ops = []
     for node in g.nodes:
         op = opdef(node)
@@ -108,7 +105,8 @@ def static_ops(build: Build) -> list[dict[str, Any]]:
             continue
         c = op.cost(node, g)
         ops.append({"index": len(ops), "name": node.name, "op_type": node.op.value,
-                    "kernel": build.variants[node.name].name, "output_shape": list(g.t(node.outputs[0]).shape),
+                    "kernel": build.variants[node.name].name, "kernel_reason": reasons[node.name],
+                    "output_shape": list(g.t(node.outputs[0]).shape),
                     "macs": c.macs, "weight_bytes": c.weight_bytes, "act_read_bytes": c.act_read_bytes,
                     "act_write_bytes": c.act_write_bytes, "layout": tensor_layout(g, node.outputs[0])})
     return ops
@@ -164,11 +162,6 @@ def memory_section(build: Build, stack: tuple[int, int] | None = None) -> dict[s
     return section
 
 
-def _whole(x: float) -> int | float:
-    """An int when x is whole (int8 outputs: LSB), else the float (float32 edge outputs)."""
-    return int(x) if float(x).is_integer() else float(x)
-
-
 def _verification(build: Build, got: list[np.ndarray] | None, expected: list[np.ndarray],
                   floats: list[np.ndarray], samples: int, data_name: str) -> dict[str, Any]:
     g = build.graph_s8
@@ -177,6 +170,8 @@ def _verification(build: Build, got: list[np.ndarray] | None, expected: list[np.
                          "mismatches": None,
                          "float_reference": "edgecc float interpreter of the dequantized int8 graph"
                          if build.graph_f32.meta.get("dequantized") else "onnxruntime (float model)"}
+    qdq = build.graph_f32.meta.get("format") == "onnx-qdq"
+    outputs = output_figures(g, got, expected, floats, samples, qdq)
     if got is not None:
         diffs = [np.argwhere(a != b) for a, b in zip(got, expected, strict=True)]
         count = int(sum(len(d) for d in diffs))
@@ -186,26 +181,19 @@ def _verification(build: Build, got: list[np.ndarray] | None, expected: list[np.
             first = diffs[k][0]
             v["mismatches"] = {"count": count, "output": g.outputs[k], "first_sample": int(first[0]),
                                "first_index": [int(i) for i in first[1:]],
-                               "max_abs_diff_lsb": _whole(max(np.max(np.abs(a.astype(np.float64) - b)) for a, b in
-                                                              zip(got, expected, strict=True)))}
-    if build.graph_f32.meta.get("format") == "onnx-qdq":  # ORT's float simulation of the QDQ model, in LSB
+                               "max_abs_diff_lsb": max(o["max_abs_diff_lsb"] for o in outputs)}
+    if qdq:  # ORT's float simulation of the QDQ model, in LSB
         v["float_reference"] = "onnxruntime (the quantized ONNX model, QDQ executed as float simulation)"
         grids = [g.t(o).quant for o in g.outputs]
         v["ort_max_abs_diff_lsb"], v["ort_exact_fraction"] = lsb_agreement(got or expected, floats, grids)
-    deq = [g.t(o).quant.dequantize(e) if g.t(o).quant else e.astype(np.float32)  # float32 edge outputs
-           for o, e in zip(g.outputs, expected, strict=True)]
-    # int32 outputs are indices (ARG_MAX): no SQNR or top-1; index_agreement = the fraction equal to
-    # the float reference's indices, over all int32 outputs (None without any)
-    index = [g.t(o).dtype == DType.INT32 for o in g.outputs]
-    ref0, q0 = floats[0].reshape(samples, -1), deq[0].reshape(samples, -1)
-    v["top1_agreement"] = float(np.mean(ref0.argmax(1) == q0.argmax(1))) if ref0.shape[1] > 1 and not index[0] \
-        else None
-    v["sqnr_db"] = None if index[0] else sqnr_db(floats[0], deq[0])
-    v["sqnr_db_per_output"] = {o: None if i else sqnr_db(f, d)
-                               for o, f, d, i in zip(g.outputs, floats, deq, index, strict=True)}
-    pairs = [(f, e) for f, e, i in zip(floats, expected, index, strict=True) if i]
+    # the whole-run figures are output 0's (`outputs` has every output's); index_agreement: over all
+    # int32 index outputs (ARG_MAX), None without any
+    v["top1_agreement"], v["sqnr_db"] = outputs[0]["top1_agreement"], outputs[0]["sqnr_db"]
+    v["sqnr_db_per_output"] = {o["name"]: o["sqnr_db"] for o in outputs}
+    pairs = [(f, e) for f, e, o in zip(floats, expected, outputs, strict=True) if o["index_agreement"] is not None]
     v["index_agreement"] = float(np.mean(np.concatenate([(np.asarray(f).reshape(-1) == e.reshape(-1))
                                                          for f, e in pairs]))) if pairs else None
+    v["outputs"] = outputs
     return v
 
 
@@ -226,6 +214,20 @@ def _input_saturation(data: dict[str, np.ndarray], q: dict[str, np.ndarray], bui
                     "the data's scale (float data are real values, preprocess applied; data of the input's int8 "
                     "dtype are quantized values)")
     return sat, lines
+
+
+def _ort_anchors(build: Build, data: dict[str, np.ndarray], q: dict[str, np.ndarray],
+                 samples: int) -> list[dict[str, np.ndarray]]:
+    """onnxruntime's tensor values of a quantized ONNX model for the per-op reference
+    (profiler.qdq_reference.ort_tensors); [] for other models, or when onnxruntime cannot run the
+    model (float_reference then says so in one line; the per-op figures use our interpreter alone)."""
+    if not is_qdq(build.graph_f32):
+        return []
+    names = [n for n, t in build.graph_f32.tensors.items() if not t.is_const]
+    try:
+        return ort_tensors(build.config.model, build.graph_s8, names, data, q, samples)
+    except Exception:  # noqa: BLE001 - onnx / onnxruntime raise their own types; the reference falls back
+        return []
 
 
 def verification_data(cfg: Config, graph_f32: Graph, graph_s8: Graph) -> dict[str, np.ndarray]:
@@ -255,7 +257,8 @@ def run_and_verify(build: Build, data: dict[str, np.ndarray] | None = None) -> O
                               marks=MARK_SYMBOLS, classes=target.cycle_costs is not None)
         runs = [interpret(g, {k: v[i] for k, v in q.items()}, keep_all=i < MAX_SAMPLES) for i in range(samples)]
         expected = [np.stack([r[o] for r in runs]) for o in g.outputs]
-        numerics = op_numerics(build.graph_f32, g, data, q, int8_envs=runs[:MAX_SAMPLES])  # per-op error vs float
+        numerics = op_numerics(build.graph_f32, g, data, q, int8_envs=runs[:MAX_SAMPLES],  # per-op error vs float
+                               anchors=_ort_anchors(build, data, q, min(samples, MAX_SAMPLES)))
         floats = float_reference(build, data, q)
         log = pending.result()
     # paths relative to fw/: the build folder is renamed to OUT once the run is over
@@ -326,7 +329,7 @@ def run_and_verify(build: Build, data: dict[str, np.ndarray] | None = None) -> O
         lib_sections={k: getattr(fw.lib, k) for k in ("text", "rodata", "weights", "data", "bss")},
         harness_bytes=fw.harness.flash, verification=verification, status=status, fault=fault, numerics=numerics,
         timings={"build_python": round(build.python_s, 3), "build_gcc": round(build.gcc_s, 3), "run": round(log.wall_s, 3)},
-        generator=f"edgecc {__version__}", weights=weights_breakdown(g, build.context))
+        generator=f"edgecc {__version__}", weights=weights_breakdown(g, build.context), graph=g)
     report.update(batch_fields(build, report))  # `batch: N`: per-inference figures; every tensor's layout
     costs = None if target.cycle_costs is None else [target.cycle_costs[c] for c in CYCLE_CLASSES]
     report.update(cycle_fields(report, log.marks, log.mark_classes, costs))  # estimated cycles (issue 6 point 5)

@@ -61,8 +61,8 @@ def test_an_op_without_float_counterpart_gets_none(digits, monkeypatch):
     consumer = next(n for n in nodes if gone in n.inputs)
     real = numerics.interpret
 
-    def without(graph, inputs, keep_all=False):
-        env = real(graph, inputs, keep_all=keep_all)
+    def without(graph, inputs, keep_all=False, transform=None):
+        env = real(graph, inputs, keep_all=keep_all, transform=transform)
         return {k: v for k, v in env.items() if k != gone} if graph is front.graph_f32 else env
 
     monkeypatch.setattr(numerics, "interpret", without)

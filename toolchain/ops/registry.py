@@ -238,7 +238,11 @@ def tflm_only(applies: Callable[[Node, Graph], bool]) -> Callable[[Node, Graph],
     as TFLM does only, so under `rounding: onnx` lowering falls back to the portable `_onnx` twins."""
     from toolchain.ops.fixed_point import graph_rounding
 
-    return lambda node, graph: graph_rounding(graph) == "tflm" and applies(node, graph)
+    def only_tflm(node: Node, graph: Graph) -> bool:
+        return graph_rounding(graph) == "tflm" and applies(node, graph)
+
+    only_tflm.tflm_only = True  # type: ignore[attr-defined]  # lower.kernel_reasons: "rounding onnx: no <isa> twin"
+    return only_tflm
 
 
 def rounding_twins(variant: KernelVariant, **onnx_kw: Any) -> tuple[KernelVariant, KernelVariant]:
