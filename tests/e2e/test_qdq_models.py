@@ -3,9 +3,10 @@ quantization, the board bit-exact with our interpreter, and onnxruntime's float 
 model compared in LSB (report.verification.ort_max_abs_diff_lsb / ort_exact_fraction).
 
 - BL-01 end to end in the generated C: QLinearMatMul gives 12 and 1 under `rounding: tflm` (double
-  rounding) and ORT's 11 and 0 under `rounding: onnx` (the `_onnx` portable kernels), on the host and,
-  for onnx, on mps2-an386 (whose DSP kernels must step aside).
-- kws_dscnn_qdq.onnx (seeded random float inputs in the input's range) in both rounding modes on host
+  rounding) and ORT's 11 and 0 under `rounding: onnx`, the default for these models (the `_onnx`
+  portable kernels), on the host and, for onnx, on mps2-an386 (whose DSP kernels must step aside).
+- kws_dscnn_qdq.onnx (seeded random float inputs in the input's range) with the default settings
+  (rounding onnx) and under `rounding: tflm` on host
   and mps2-an386; mps3-an547 and aarch64 with EDGECC_SLOW=1, and 200 seeded samples on the host.
 """
 from __future__ import annotations
@@ -50,10 +51,11 @@ def _bl01_model(path: Path) -> Path:
     return m.save(path)
 
 
-def _run_yaml(tmp_path: Path, edgecc, model: Path, verify: Path, board: str, rounding: str) -> Path:
-    """`edgecc run` of a YAML naming `rounding`; returns OUT."""
+def _run_yaml(tmp_path: Path, edgecc, model: Path, verify: Path, board: str, rounding: str | None) -> Path:
+    """`edgecc run` of a YAML naming `rounding` (None: no `rounding` key, the default); returns OUT."""
     out = tmp_path / f"out_{board}_{rounding}"
-    (tmp_path / "p.yaml").write_text(f"model: {model}\nboard: {board}\nrounding: {rounding}\nverify: {verify}\n")
+    key = f"rounding: {rounding}\n" if rounding else ""
+    (tmp_path / "p.yaml").write_text(f"model: {model}\nboard: {board}\n{key}verify: {verify}\n")
     res = edgecc("run", tmp_path / "p.yaml", "--out", out, "--quiet")
     assert res.code == 0 and _report(out)["status"] == "pass", (res.err, _report(out)["fault"])
     return out
@@ -63,10 +65,11 @@ def _run_yaml(tmp_path: Path, edgecc, model: Path, verify: Path, board: str, rou
 @pytest.mark.parametrize("board, rounding, want, ort_lsb", [
     ("host", "tflm", [12, 1], 1),        # gemmlowp double rounding; ORT gives 11 and 0
     ("host", "onnx", [11, 0], 0),        # one rounding, ties to even: ORT's values
-    ("mps2-an386", "onnx", [11, 0], 0),  # the M4's DSP FC kernel is TFLM-only: the portable twin runs
+    ("host", None, [11, 0], 0),          # the default for a quantized ONNX model: onnx
+    ("mps2-an386", None, [11, 0], 0),    # the M4's DSP FC kernel is TFLM-only: the portable twin runs
 ])
-def test_bl01_in_the_generated_c(tmp_path: Path, edgecc, need_board, board: str, rounding: str, want: list[int],
-                                 ort_lsb: int) -> None:
+def test_bl01_in_the_generated_c(tmp_path: Path, edgecc, need_board, board: str, rounding: str | None,
+                                 want: list[int], ort_lsb: int) -> None:
     need_board(board)
     model = _bl01_model(tmp_path / "bl01.onnx")
     np.savez(tmp_path / "x.npz", a=np.array([[[127] * 62 + [110]]], np.float32), a2=np.ones((1, 1, 1), np.float32))
@@ -75,11 +78,14 @@ def test_bl01_in_the_generated_c(tmp_path: Path, edgecc, need_board, board: str,
     report = _report(out)
     v = report["verification"]
     assert v["bit_exact"] and v["ort_max_abs_diff_lsb"] == ort_lsb and v["ort_exact_fraction"] == 1.0 - ort_lsb
-    assert [op["kernel"] for op in report["ops"]] == ["portable_onnx" if rounding == "onnx" else
+    onnx_ = rounding != "tflm"
+    assert [op["kernel"] for op in report["ops"]] == ["portable_onnx" if onnx_ else
                                                       ("portable" if board == "host" else "dsp")] * 2
-    assert ("ties to even" in v["reference"]) == (rounding == "onnx")
+    assert ("ties to even" in v["reference"]) == onnx_
+    why = "the default for a quantized ONNX model" if rounding is None else "set in the configuration"
+    assert f"rounding: {'onnx' if onnx_ else 'tflm'}, {why}" in v["reference"], v["reference"]
     called = "ecc_fully_connected_s8_onnx(" in (out / "lib" / "model.c").read_text()
-    assert called == (rounding == "onnx")
+    assert called == onnx_
     jsonschema = pytest.importorskip("jsonschema")
     jsonschema.validate(report, json.loads((ROOT / "profiler" / "schema.json").read_text()))
 
@@ -93,9 +99,9 @@ def _kws_inputs(path: Path, n: int, seed: int) -> np.ndarray:
 
 
 @pytest.mark.skipif(not KWS.is_file(), reason=f"{KWS} not present")
-@pytest.mark.parametrize("rounding", ["tflm", "onnx"])
+@pytest.mark.parametrize("rounding", ["tflm", None])  # None: the default settings (rounding onnx)
 @pytest.mark.parametrize("board", BOARDS)
-def test_kws_dscnn_qdq(tmp_path: Path, edgecc, need_board, board: str, rounding: str) -> None:
+def test_kws_dscnn_qdq(tmp_path: Path, edgecc, need_board, board: str, rounding: str | None) -> None:
     need_board(board)
     g = import_int8(KWS)
     x = _kws_inputs(tmp_path / "x.npy", 16, 0)
@@ -111,8 +117,8 @@ def test_kws_dscnn_qdq(tmp_path: Path, edgecc, need_board, board: str, rounding:
     print(f"{board} {rounding}: ort_max_abs_diff_lsb {v['ort_max_abs_diff_lsb']}, "
           f"ort_exact_fraction {v['ort_exact_fraction']:.4f}")
     kernels = {op["kernel"] for op in report["ops"] if op["op_type"] != "Softmax"}
-    if rounding == "onnx":  # issue 4: at most 1 LSB from ORT; measured 0 on these samples
-        assert v["ort_max_abs_diff_lsb"] <= 1 and kernels == {"portable_onnx"}
+    if rounding is None:    # the default (onnx): ORT's values; measured 0 LSB on these samples
+        assert v["ort_max_abs_diff_lsb"] == 0 and kernels == {"portable_onnx"}
     else:                   # TFLM's double rounding is not ORT's: a few LSB are possible (the slow test measures it)
         assert v["ort_exact_fraction"] >= 0.98 and "portable_onnx" not in kernels
 
@@ -126,12 +132,12 @@ def test_kws_dscnn_qdq_200_samples_both_roundings(tmp_path: Path, edgecc, need_b
     need_board("host")
     _kws_inputs(tmp_path / "x.npy", 200, 0)
     stats = {}
-    for rounding in ("tflm", "onnx"):
+    for rounding in ("tflm", None):  # None: the default, onnx
         v = _report(_run_yaml(tmp_path, edgecc, KWS, tmp_path / "x.npy", "host", rounding))["verification"]
         assert v["bit_exact"] and v["samples"] == 200
-        stats[rounding] = (v["ort_max_abs_diff_lsb"], v["ort_exact_fraction"])
+        stats[rounding or "onnx"] = (v["ort_max_abs_diff_lsb"], v["ort_exact_fraction"])
     print(f"kws_dscnn_qdq, 200 samples: {stats}")
-    assert stats["onnx"][0] <= 1, stats
+    assert stats["onnx"][0] == 0, stats
     assert stats["tflm"][1] >= 0.99, stats
 
 
