@@ -6,8 +6,10 @@ of the model's core plus the model's own quantization, which `quantize.quantize(
 Stages: onnx_qdq_strip.strip (ONNX level: drop Q/DQ pairs, rewrite QLinear*/Integer ops into float
 ops, record scales and zero points by ONNX name) -> the float converters of toolchain.frontend.onnx,
 unchanged, on the float core -> map the recorded parameters onto IR tensor names.
-One QDQ-only rule: an AveragePool whose output grid differs from its input's (ORT averages in float
-and requantizes; TFLite int8 pooling cannot) becomes a depthwise conv with weights 1 at scale 1/n.
+QDQ-only rules: an AveragePool whose output grid differs from its input's (ORT averages in float
+and requantizes; TFLite int8 pooling cannot) becomes a depthwise conv with weights 1 at scale 1/n;
+an element-wise single-input op between two grids becomes onnxruntime's 256-entry table
+(onnx_qdq_tables).
 Opsets 10 to 21; int8 and uint8 (uint8 becomes int8: integers and zero point - 128).
 Not here: the quantizer (quantize.given), onnxruntime comparisons (onnx_qdq_ort).
 """
@@ -28,6 +30,7 @@ from toolchain.frontend.onnx import CONVERTERS, input_shape
 from toolchain.frontend.onnx_builder import Builder
 from toolchain.frontend.onnx_canonical import canonical_onnx, opset_of, read_onnx
 from toolchain.frontend.onnx_qdq_strip import QDQ_OPS, Stripped, elem_types, strip
+from toolchain.frontend.onnx_qdq_tables import table_overrides
 from toolchain.frontend.onnx_validate import DEFAULT_DOMAINS
 from toolchain.frontend.unsupported import summary_error
 from toolchain.ir import DType, Graph, Node, QuantParams, Tensor
@@ -99,6 +102,7 @@ def _requantizing_avg_pool(b: QdqBuilder) -> None:
 
 _pool_override("AveragePool")
 _pool_override("GlobalAveragePool")
+OVERRIDES.update(table_overrides(CONVERTERS))  # Sigmoid, Tanh, LeakyRelu, ... between two grids: ORT's table
 
 
 def is_quantized_onnx(path: str | Path) -> bool:
