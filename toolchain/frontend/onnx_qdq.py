@@ -123,9 +123,11 @@ def _map_consts(b: QdqBuilder, node: Any, s: Stripped, first: int) -> None:
         return
     out = b.vals.get(node.output[0])
     ir = next((n for n in b.nodes[first:] if out is not None and n.outputs[0] == out.name), None)
+    if ir is not None and ir.op == OpKind.LOOKUP_TABLE:  # its constant operands are inside the table
+        return
     attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
     for i, name in given:
-        if ir is None or i == 0 or i >= len(ir.inputs) or not b.tensors[ir.inputs[i]].is_const:
+        if ir is None or i >= len(ir.inputs) or not b.tensors[ir.inputs[i]].is_const:
             raise b.unsupported(f"quantized constant {name!r} as input {i} (the model's quantization is kept for "
                                 "weights, biases and constant operands only)")
         t, ir_t = s.weights[name], b.tensors[ir.inputs[i]]

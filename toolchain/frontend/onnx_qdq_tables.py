@@ -31,14 +31,16 @@ from toolchain.ops.registry import OpKind
 # ONNX element-wise ops of one activation input (other inputs constant) that become tables when
 # the model quantizes their input and output; those with a float converter are wrapped.
 TABLE_OPS = ("Sigmoid", "Tanh", "LeakyRelu", "Clip", "Relu", "HardSigmoid", "HardSwish", "Elu", "Selu", "Softplus",
-             "Softsign", "Exp", "Log", "Neg", "Abs", "Sqrt", "Erf", "Gelu", "Celu", "Mish", "Reciprocal")
+             "Softsign", "Exp", "Log", "Neg", "Abs", "Sqrt", "Erf", "Gelu", "Celu", "Mish", "Reciprocal",
+             "Add", "Sub", "Mul", "Div", "Pow", "Max", "Min")  # binary ones: with a constant scalar operand
 SAME_GRID_EXACT = frozenset({"Relu", "Clip"})  # a clamp within one grid: the int8 CLAMP is exact
 ALL_INT8 = np.arange(-128, 128, dtype=np.int8)
 
 
-def ort_table(node: Any, consts: dict[str, np.ndarray], opset: int, qx: QuantParams, qy: QuantParams) -> np.ndarray:
+def ort_table(node: Any, consts: dict[str, np.ndarray], opset: int, qx: QuantParams, qy: QuantParams,
+              act: int = 0) -> np.ndarray:
     """onnxruntime's int8 outputs (index q + 128) of QuantizeLinear(node(DequantizeLinear(q))) for the
-    256 int8 q: `node` an ONNX node whose input 0 is the activation and whose other inputs are
+    256 int8 q: `node` an ONNX node whose input `act` is the activation and whose other inputs are
     constants in `consts`; qx / qy per-tensor int8 grids (a uint8 grid shifted by -128 has the same
     real values and the same outputs - 128). ORT graph optimisations off (its float simulation)."""
     import onnxruntime as ort
@@ -47,11 +49,12 @@ def ort_table(node: Any, consts: dict[str, np.ndarray], opset: int, qx: QuantPar
              numpy_helper.from_array(np.asarray(qx.zp, np.int8), "zx"),
              numpy_helper.from_array(np.asarray(qy.s, np.float32), "sy"),
              numpy_helper.from_array(np.asarray(qy.zp, np.int8), "zy")]
-    ins = ["x"]
-    for i, name in enumerate(node.input[1:], 1):
-        if name:
-            inits.append(numpy_helper.from_array(np.asarray(consts[name]), f"c{i}"))
-        ins.append(f"c{i}" if name else "")
+    ins = []
+    for i, name in enumerate(node.input):
+        if name and i != act:
+            c = np.asarray(consts[name])  # a scalar operand as a scalar: the output keeps the input's shape
+            inits.append(numpy_helper.from_array(c.reshape(()) if c.size == 1 else c, f"c{i}"))
+        ins.append("x" if i == act else f"c{i}" if name else "")
     op = helper.make_node(node.op_type, ins, ["y"], name="op")
     op.attribute.extend(node.attribute)
     nodes = [helper.make_node("DequantizeLinear", ["q", "sx", "zx"], ["x"]), op,
@@ -68,23 +71,33 @@ def ort_table(node: Any, consts: dict[str, np.ndarray], opset: int, qx: QuantPar
 
 def as_table(b: Any, first: int) -> None:
     """Replace the one IR node the float converter just emitted for b.node (from index `first`) by a
-    LOOKUP_TABLE of onnxruntime's outputs when the model gives its input and output per-tensor grids
-    (b.acts by ONNX name) and the op is not a clamp within one grid (module docstring)."""
+    LOOKUP_TABLE of onnxruntime's outputs when the node reads one activation (the other inputs are
+    constant scalars) and the model gives that activation and the output per-tensor grids (b.acts by
+    ONNX name), unless the op is a clamp within one grid (module docstring)."""
     node = b.node
-    qx, qy = b.acts.get(node.input[0]), b.acts.get(node.output[0])
+    acts = [i for i, name in enumerate(node.input) if name and name not in b.consts]
+    if len(acts) != 1 or any(name and name in b.consts and b.consts[name].size != 1 for name in node.input):
+        return
+    a = acts[0]
+    qx, qy = b.acts.get(node.input[a]), b.acts.get(node.output[0])
     if qx is None or qy is None or qx.is_per_channel or qy.is_per_channel:
         return
     if node.op_type in SAME_GRID_EXACT and same_qparams(qx, qy):
         return
-    emitted, out = b.nodes[first:], b.vals.get(node.output[0])
-    if len(emitted) != 1 or out is None or emitted[0].outputs[0] != out.name:
+    emitted, out, x = b.nodes[first:], b.vals.get(node.output[0]), b.vals.get(node.input[a])
+    if len(emitted) != 1 or out is None or x is None or emitted[0].outputs[0] != out.name:
         return
-    if any(name and name not in b.consts for name in node.input[1:]):
-        return  # a non-constant second input: not a function of one value
-    inner = b.nodes.pop()
-    table = ort_table(node, b.consts, b.opset, qx, qy)
-    attrs = LookupTableAttrs(tuple(int(v) for v in table), inner.op, inner.attrs, qx, qy)
-    b.emit(OpKind.LOOKUP_TABLE, [inner.inputs[0]], attrs, nhwc=out.nhwc)
+    inner = emitted[0]
+    if x.name not in inner.inputs or b.shape(out.name) != b.shape(x.name):
+        return
+    operands = tuple(None if n == x.name else b.tensors[n].data for n in inner.inputs)
+    if any(v is not None and (v is None or np.size(v) != 1) for v in operands):
+        return
+    b.nodes.pop()
+    table = ort_table(node, b.consts, b.opset, qx, qy, a)
+    scalars = tuple(None if v is None else float(np.asarray(v).reshape(-1)[0]) for v in operands)
+    attrs = LookupTableAttrs(tuple(int(v) for v in table), inner.op, inner.attrs, qx, qy, scalars)
+    b.emit(OpKind.LOOKUP_TABLE, [x.name], attrs, nhwc=out.nhwc)
 
 
 def table_overrides(converters: dict[str, Callable[..., Any]]) -> dict[str, Callable[..., Any]]:

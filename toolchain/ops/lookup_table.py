@@ -26,14 +26,16 @@ from toolchain.ops.registry import OpDef, OpKind, opdef, register
 @dataclass(frozen=True)
 class LookupTableAttrs:
     """table[q + 128] = the int8 output of int8 input q (256 values); the float op it computes
-    (an IR op kind and its attributes, for the float reference); the int8 grids of its input and
-    output the table was made for."""
+    (an IR op kind, its attributes and its operands: the activation and constant scalars, e.g.
+    Sub(2.5, x), for the float reference); the int8 grids of its input and output the table was
+    made for."""
 
     table: tuple[int, ...]
     function: OpKind
     function_attrs: Any
     grid_in: QuantParams
     grid_out: QuantParams
+    operands: tuple[float | None, ...] = (None,)  # the float op's inputs: None = the activation, else a scalar
 
 
 def lookup_table_s8(x: np.ndarray, table: np.ndarray) -> np.ndarray:
@@ -49,7 +51,8 @@ def _table(node: Node, graph: Graph) -> np.ndarray:
 
 
 def _function(node: Node) -> Node:
-    return Node(node.name, node.attrs.function, node.inputs, node.outputs, node.attrs.function_attrs, node.source)
+    ins = node.inputs * len(node.attrs.operands)  # the float references read values, not these names
+    return Node(node.name, node.attrs.function, ins, node.outputs, node.attrs.function_attrs, node.source)
 
 
 @register("LOOKUP_TABLE", "LookupTable")
@@ -63,7 +66,8 @@ class LookupTable(OpDef):
 
     def reference_f32(self, node: Node, graph: Graph, ins: list[np.ndarray]) -> list[np.ndarray]:
         inner = _function(node)
-        return opdef(inner).reference_f32(inner, graph, ins)
+        values = [ins[0] if v is None else np.float32(v) for v in node.attrs.operands]
+        return opdef(inner).reference_f32(inner, graph, values)
 
     def output_qparams(self, node: Node, graph: Graph, observed: QuantParams | None) -> QuantParams:
         return node.attrs.grid_out
