@@ -167,3 +167,62 @@ def test_onnxruntime_failure_is_a_one_line_error(tmp_path: Path, edgecc, need_bo
     assert res.code == 2 and not (tmp_path / "out").exists() and "Traceback" not in res.err
     line, = res.err.strip().splitlines()
     assert "bl01.onnx: onnxruntime failed computing the float reference" in line and "IR version" in line
+
+
+def _input_behind(kind: str, path: Path) -> Path:
+    """x float -> Transpose (NHWC -> NCHW) or Reshape -> QuantizeLinear (1/16, 3) -> DQ -> Conv -> Q/DQ
+    (1/8, -4) -> Transpose -> y: the model's input and output grids sit behind data movement. Scales are
+    powers of two, so ORT's float32 sums are exact and any LSB of difference is a wrong grid."""
+    m = ModelBuilder(13)
+    if kind == "Transpose":
+        x = m.node("Transpose", [m.input("x", (1, 4, 4, 3))], "xt", perm=[0, 3, 1, 2])
+    else:
+        x = m.node("Reshape", [m.input("x", (1, 48)), m.const("shp", [1, 3, 4, 4], np.int64)], "xt")
+    xd = m.dq(m.q(x, 0.0625, 3, "xq"), 0.0625, 3, "xd")
+    w = m.dq(m.const("w", (np.arange(54).reshape(2, 3, 3, 3) * 7) % 200 - 100, np.int8), 2.0 ** -7, 0, "wd")
+    y = m.dq(m.q(m.node("Conv", [xd, w], "c", pads=[1, 1, 1, 1]), 0.125, -4, "cq"), 0.125, -4, "cd")
+    m.node("Transpose", [y], "y", perm=[0, 2, 3, 1])
+    m.output("y")
+    return m.save(path)
+
+
+@pytest.mark.needs_gcc
+@pytest.mark.parametrize("kind", ["Transpose", "Reshape"])
+def test_input_quantize_behind_movement_keeps_the_models_grid(tmp_path: Path, edgecc, need_board, kind: str) -> None:
+    """Issue 13: the input QuantizeLinear behind a Transpose was ignored and the input recalibrated from
+    the data (255 LSB from ORT, exit 0). Now its grid is the model's (model.h says so), even with
+    calibration data given, and the outputs equal onnxruntime's."""
+    import re
+
+    need_board("host")
+    model = _input_behind(kind, tmp_path / "m.onnx")
+    shape = (1, 4, 4, 3) if kind == "Transpose" else (1, 48)
+    x = np.random.default_rng(3).uniform(-9, 3, (6, *shape)).astype(np.float32)  # not the model's range
+    np.save(tmp_path / "x.npy", x)
+    out = tmp_path / "out"
+    res = edgecc("run", "--model", model, "--calibration", tmp_path / "x.npy", "--verify", tmp_path / "x.npy",
+                 "--board", "host", "--out", out, "--quiet")
+    assert res.code == 0, res.err
+    v = _report(out)["verification"]
+    assert v["bit_exact"] and v["ort_max_abs_diff_lsb"] == 0 and v["ort_exact_fraction"] == 1.0, v
+    header = (out / "lib" / "model.h").read_text()
+    grids = {k: (float(s.rstrip("f")), int(z)) for k, s, z in
+             re.findall(r"#define ECC_(\w+)_SCALE (\S+)\n#define ECC_\1_ZERO_POINT (-?\d+)", header)}
+    assert sorted(grids.values()) == [(0.0625, 3), (0.125, -4)], header
+    g = import_int8(model)
+    ref = np.stack([on_grid(ort_run(model, {"x": xi})[0], g) for xi in x])
+    assert np.array_equal(np.fromfile(out / "fw" / "outputs.bin", np.int8).reshape(ref.shape), ref)
+
+
+def test_input_without_a_grid_in_the_model_is_refused_by_name(tmp_path: Path) -> None:
+    """A quantized model whose input reaches no QuantizeLinear through data movement is not recalibrated
+    silently: one error naming the input."""
+    from toolchain.errors import UnsupportedModel
+    from toolchain.frontend.onnx_qdq import load_qdq
+
+    m = ModelBuilder(13)
+    xd = m.dq(m.q(m.node("Relu", [m.input("x", (1, 4))], "r"), 0.05, 3, "xq"), 0.05, 3, "xd")
+    m.node("MatMul", [xd, m.dq(m.const("w", np.eye(4) * 50, np.int8), 0.02, 0, "wd")], "y")
+    m.output("y")
+    with pytest.raises(UnsupportedModel, match="graph input 'x' reaches no QuantizeLinear through data movement"):
+        load_qdq(m.save(tmp_path / "u.onnx"))

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import onnx
 
-from quantize.given import same_qparams
+from quantize.given import resolve_given, same_qparams
 from toolchain.errors import InputError, UnsupportedModel
 from toolchain.frontend.onnx import CONVERTERS, input_shape
 from toolchain.frontend.onnx_builder import Builder
@@ -200,6 +200,12 @@ def load_qdq(path: str | Path, input_shapes: dict[str, tuple[int, ...]] | None =
     outs = [s.int_of[o.name][0] if o.name in s.int_of else s.alias.get(o.name, o.name) for o in model.graph.output]
     graph = b.finish(outs)
     given = {b.vals[k].name: qp for k, qp in s.acts.items() if k in b.vals}
+    given = resolve_given(graph, given)  # an input whose QuantizeLinear sits behind Transpose / Reshape: that grid
+    missing = [i for i in graph.inputs if i not in given]
+    if missing:
+        raise UnsupportedModel(f"{path}: graph input {missing[0]!r} reaches no QuantizeLinear through data movement "
+                               "(Transpose / Reshape / Flatten / Squeeze): its int8 grid is not in the model, and a "
+                               "quantized model is not recalibrated; quantize that input in the model")
     meta = {**graph.meta, "format": "onnx-qdq", "onnx_io_types": types,
             "onnx_outputs": tuple(o.name for o in model.graph.output)}
     return QdqModel(replace(graph, meta=meta), given, b.ir_consts)
