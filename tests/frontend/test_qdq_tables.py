@@ -175,3 +175,26 @@ def test_near_ties_make_the_exact_ratio_miss_onnxruntime() -> None:
     ort_values = np.clip(np.rint((q.astype(np.float32) * np.float32(0.03)) / np.float32(0.02)) - 5, -128, 127)
     assert np.array_equal(onnx_rescale_table(src, dst), ort_values.astype(np.int8))
     assert np.count_nonzero(exact != ort_values) == 6
+
+
+@pytest.mark.parametrize("grids", GRIDS)
+def test_concat_near_ties_every_value(grids, lib, tmp_path: Path) -> None:
+    """Concat of two inputs on other grids than the output's: under rounding onnx each input goes through
+    ORT's float32 DequantizeLinear -> QuantizeLinear table (was the exact float32 ratio: 1 LSB off on up
+    to 15 of 256 values); the portable C `_onnx` twin equals the interpreter."""
+    (sx, zx), qy = grids
+    qb = (sx * 1.5, -zx // 2)
+    m = ModelBuilder(13)
+    a = m.dq(m.q(m.input("x", (1, N)), sx, zx, "aq"), sx, zx, "ad")
+    b = m.dq(m.q(m.input("x2", (1, N)), *qb, "bq"), *qb, "bd")
+    m.dq(m.q(m.node("Concat", [a, b], "cat", axis=1), *qy, "yq"), *qy, "y")
+    m.output("y")
+    p = m.save(tmp_path / "cat.onnx")
+    g = import_int8(p)
+    x = {"x": every_value((sx, zx)), "x2": every_value(qb)}
+    ref = on_grid(ort_run(p, x)[0], g)
+    got = ours(p, x, "onnx", g)[0]
+    assert np.array_equal(got.ravel(), ref.ravel()), np.count_nonzero(got.ravel() != ref.ravel())
+    go = replace(g, meta={**g.meta, "rounding": "onnx"})
+    feeds = {n: quantize_real(x[n], g.t(n).quant.s, g.t(n).quant.zp, "onnx").reshape(g.t(n).shape) for n in g.inputs}
+    assert np.array_equal(run_graph_c(lib, go, feeds)[g.outputs[0]].ravel(), got.ravel())
