@@ -198,3 +198,26 @@ def test_concat_near_ties_every_value(grids, lib, tmp_path: Path) -> None:
     go = replace(g, meta={**g.meta, "rounding": "onnx"})
     feeds = {n: quantize_real(x[n], g.t(n).quant.s, g.t(n).quant.zp, "onnx").reshape(g.t(n).shape) for n in g.inputs}
     assert np.array_equal(run_graph_c(lib, go, feeds)[g.outputs[0]].ravel(), got.ravel())
+
+
+def test_leaky_relu_op_under_onnx_is_onnxruntimes_arithmetic() -> None:
+    """The IR LEAKY_RELU (a float ONNX model under `rounding: onnx`) uses ORT's float32 table too: equal
+    to onnxruntime's own DQ -> LeakyRelu -> Q on every value, where the two Q31 rescales were 1 LSB
+    off on near-ties (counted here so the case keeps testing something)."""
+    from onnx import helper
+
+    from toolchain.frontend.onnx_qdq_tables import ort_table
+    from toolchain.ir import QuantParams
+    from toolchain.ops.fixed_point import rounding_mode
+    from toolchain.ops.leaky_relu import leaky_relu_params, leaky_relu_s8, onnx_leaky_relu_table
+
+    q, missed = np.arange(-128, 128, dtype=np.int8), 0
+    for (sx, zx), (sy, zy) in GRIDS:
+        for alpha in (0.1, 0.01, -0.3, 0.5):
+            node = helper.make_node("LeakyRelu", ["x"], ["y"], alpha=alpha)
+            want = ort_table(node, {}, 13, QuantParams.per_tensor(sx, zx), QuantParams.per_tensor(sy, zy))
+            assert np.array_equal(onnx_leaky_relu_table(sx, zx, sy, zy, np.float32(alpha)), want), (sx, sy, alpha)
+            with rounding_mode("onnx"):
+                old = leaky_relu_s8(q, zx, zy, leaky_relu_params(sx, sy, np.float32(alpha)))
+            missed += int(np.count_nonzero(old != want))
+    assert missed > 0

@@ -15,14 +15,14 @@ multiplier nor the exact float32 ratio reproduces ORT on every value) (the `_onn
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 
 from toolchain.ir import Graph, Node
 from toolchain.ops.concat import onnx_rescale_table, requant_params, requantize_s8
 from toolchain.ops.fixed_point import current_rounding, quantize_real
-from toolchain.ops.lut import lut_s8, lut_variant
+from toolchain.ops.lut import lut_s8, onnx_table_twins
 from toolchain.ops.registry import CArg, OpDef, portable, rounding_twins, register
 
 FLOAT_EDGE_HEADER = "portable/ecc_float_edge_kernels.h"  # the only kernels using float: shipped when used
@@ -98,15 +98,10 @@ def onnx_requant_table(node: Node, graph: Graph) -> np.ndarray:
     return onnx_rescale_table(graph.t(node.inputs[0]).quant, graph.t(node.outputs[0]).quant)
 
 
-_TABLE = lut_variant(onnx_requant_table)
-
-
 @register("REQUANTIZE", "Requantize")
 class Requantize(_Edge):
     # under "onnx" the portable_onnx twin is the table look-up (NEON / Helium lut variants follow it)
-    variants = tuple(replace(v, template=_TABLE.template, function=_TABLE.function, args=_TABLE.args,
-                             inplace_inputs=_TABLE.inplace_inputs) if v.name.endswith("_onnx") else v
-                     for v in rounding_twins(portable("requant")))
+    variants = onnx_table_twins(portable("requant"), onnx_requant_table)
 
     def reference_f32(self, node: Node, graph: Graph, ins: list[np.ndarray]) -> list[np.ndarray]:
         return [np.asarray(ins[0], np.float32)]
