@@ -226,3 +226,37 @@ def test_input_without_a_grid_in_the_model_is_refused_by_name(tmp_path: Path) ->
     m.output("y")
     with pytest.raises(UnsupportedModel, match="graph input 'x' reaches no QuantizeLinear through data movement"):
         load_qdq(m.save(tmp_path / "u.onnx"))
+
+
+def _requantizing_ops_model(path: Path) -> Path:
+    """Conv -> Q/DQ -> Sigmoid (1/255) and LeakyRelu (alpha -0.2) onto their own grids, a Reshape onto
+    another grid (0.03 -> 0.02 makes near-ties), Concat of both onto a third grid."""
+    m = ModelBuilder(13)
+    xd = m.dq(m.q(m.input("x", (1, 4, 8, 8)), 0.03, 0, "xq"), 0.03, 0, "xd")
+    w = m.dq(m.const("w", (np.arange(144).reshape(4, 4, 3, 3) * 13) % 250 - 125, np.int8), 0.01, 0, "wd")
+    c = m.dq(m.q(m.node("Conv", [xd, w], "c", pads=[1, 1, 1, 1]), 0.05, -3, "cq"), 0.05, -3, "cd")
+    s = m.dq(m.q(m.node("Sigmoid", [c], "s"), 1 / 255, -128, "sq"), 1 / 255, -128, "sd")
+    lk = m.dq(m.q(m.node("LeakyRelu", [c], "l", alpha=-0.2), 0.02, 5, "lq"), 0.02, 5, "ld")
+    r = m.dq(m.q(m.node("Reshape", [lk, m.const("shp", [1, 256], np.int64)], "r"), 0.03, -5, "rq"), 0.03, -5, "rd")
+    s2 = m.node("Reshape", [s, m.const("shp2", [1, 256], np.int64)], "s2")
+    m.dq(m.q(m.node("Concat", [s2, r], "cat", axis=1), 0.02, 0, "catq"), 0.02, 0, "y")
+    m.output("y")
+    return m.save(path)
+
+
+@pytest.mark.needs_gcc
+@pytest.mark.parametrize("board", BOARDS)
+def test_requantizing_qdq_ops_equal_onnxruntime_on_the_board(tmp_path: Path, edgecc, need_board, board: str) -> None:
+    """Default settings: Sigmoid / LeakyRelu are onnxruntime's tables (the board's lut kernel: NEON /
+    Helium look-ups), the Reshape onto another grid a Requantize table, Concat ORT's tables: 0 LSB."""
+    need_board(board)
+    model = _requantizing_ops_model(tmp_path / "m.onnx")
+    np.save(tmp_path / "x.npy", np.random.default_rng(1).uniform(-3.8, 3.8, (4, 1, 4, 8, 8)).astype(np.float32))
+    out = _run_yaml(tmp_path, edgecc, model, tmp_path / "x.npy", board, None)
+    report = _report(out)
+    v = report["verification"]
+    assert v["bit_exact"] and v["ort_max_abs_diff_lsb"] == 0 and v["ort_exact_fraction"] == 1.0, v
+    kernels = {op["name"]: op["kernel"] for op in report["ops"]}
+    lut = {"mps3-an547": "helium", "aarch64": "neon"}.get(board, "portable")
+    assert kernels["s"] == kernels["l"] == lut and kernels["r__requantize"] == ("portable_onnx" if lut == "portable"
+                                                                                else lut), kernels
