@@ -11,7 +11,8 @@ optimisations fuses the same chain into QLinearSigmoid / QLinearLeakyRelu, which
 table from the same float kernels (tests/frontend/test_qdq_tables.py checks both).
 
 Relu and Clip whose output grid is the input's stay the int8 CLAMP: a clamp in one grid is exact.
-An op whose converter emits more than one IR node (layout transposes) keeps its IR ops.
+An op whose converter emits more than one IR node (layout transposes), or that onnxruntime does not
+run alone (e.g. a constant of another type than the input), keeps its IR ops.
 Not here: the table op (ops/lookup_table.py), the frontend walk (onnx_qdq).
 """
 from __future__ import annotations
@@ -93,8 +94,11 @@ def as_table(b: Any, first: int) -> None:
     operands = tuple(None if n == x.name else b.tensors[n].data for n in inner.inputs)
     if any(v is not None and (v is None or np.size(v) != 1) for v in operands):
         return
+    try:
+        table = ort_table(node, b.consts, b.opset, qx, qy, a)
+    except Exception:  # noqa: BLE001 - ORT refuses the node alone (e.g. a constant's type): keep the IR op
+        return
     b.nodes.pop()
-    table = ort_table(node, b.consts, b.opset, qx, qy, a)
     scalars = tuple(None if v is None else float(np.asarray(v).reshape(-1)[0]) for v in operands)
     attrs = LookupTableAttrs(tuple(int(v) for v in table), inner.op, inner.attrs, qx, qy, scalars)
     b.emit(OpKind.LOOKUP_TABLE, [x.name], attrs, nhwc=out.nhwc)
