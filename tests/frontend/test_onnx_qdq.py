@@ -381,3 +381,23 @@ def test_kws_dscnn_qdq_against_onnxruntime() -> None:
     # rounding moves ~0.2% of each layer's outputs by 1 LSB and that compounds through 9 layers.
     assert stats["onnx"][0] <= 1, stats
     assert stats["tflm"][1] >= 0.99, stats
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8])
+def test_int8_input_read_through_a_transpose_takes_the_dequantize_grid(tmp_path: Path, dtype) -> None:
+    """An int8 / uint8 model input whose DequantizeLinear sits behind a Transpose (issue 13: qparams
+    wherever the Q/DQ sits; was refused as "int8 input to a float op"): the input gets that grid."""
+    u = 128 if dtype == np.uint8 else 0
+    m = ModelBuilder(13)
+    xt = m.node("Transpose", [m.input("x", (1, 4, 4, 3), dtype)], "xt", perm=[0, 3, 1, 2])
+    xd = m.dq(xt, 0.0625, 3 + u, "xd", dtype)
+    w = m.dq(m.const("w", (np.arange(54).reshape(2, 3, 3, 3) * 7) % 200 - 100, np.int8), 2.0 ** -7, 0, "wd")
+    m.q(m.node("Conv", [xd, w], "c", pads=[1, 1, 1, 1]), 0.125, u - 4, "y", dtype)
+    m.output("y", dtype)
+    p = m.save(tmp_path / "t.onnx")
+    g = import_int8(p)
+    assert g.t(g.inputs[0]).quant == g.t(g.inputs[0]).quant.per_tensor(0.0625, 3)
+    rng = np.random.default_rng(0)
+    for _ in range(3):
+        x = {"x": rng.integers(-128 + u, 128 + u, (1, 4, 4, 3)).astype(dtype)}
+        assert np.array_equal(ours(p, x, "onnx", g)[0].ravel(), on_grid(ort_run(p, x)[0], g).ravel())
