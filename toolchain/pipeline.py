@@ -127,7 +127,7 @@ def _import_model(cfg: Config) -> Imported:
     check_finite_graph(qgraph, cfg.model)                             # the int8 graph's scales and constants, whatever made them
     notes = (*qgraph.meta.get(NOTES_KEY, ()), *accumulator_risks(qgraph))  # refitted weight scales; a model's own
     show_notes(notes)                                                 # int32 bias whose accumulator can wrap (kept)
-    rounding, why = rounding_of(cfg)                                  # onnx for a QDQ / QLinear model unless the YAML says
+    rounding, why = rounding_of(cfg)                                  # onnx for a QDQ / QLinear model, or the YAML's
     qgraph = replace(qgraph, meta={**qgraph.meta, "rounding": rounding, "rounding_why": why, NOTES_KEY: notes})
     return Imported(graph, qgraph, n_calib, time.monotonic() - t0)
 

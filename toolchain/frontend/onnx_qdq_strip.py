@@ -108,7 +108,7 @@ class Stripper:
         self.done: set[int] = set()  # ids of nodes folded into an earlier pattern
         self.q_consts: dict[str, QuantParams] = {}  # QuantizeLinear of a float constant -> its grid
         self.int_dtype: dict[str, np.dtype] = {}     # int tensor -> int8 / uint8 (default zero point type)
-        self.view_of: dict[str, str] = {}            # int view of a graph input whose grid is not known yet -> its source
+        self.view_of: dict[str, str] = {}  # int view of a graph input whose grid is not known yet -> its source
 
     # -- helpers -----------------------------------------------------------------------------
     def const(self, name: str, what: str) -> np.ndarray:

@@ -66,7 +66,8 @@ def current_rounding() -> str:
 
 def graph_rounding(graph) -> str:
     """The rounding mode of an IR graph: graph.meta["rounding"] (set by toolchain.pipeline from
-    config.rounding_of: the YAML's `rounding` or the model kind's default), "tflm" when absent. The one place the mode is read from a graph."""
+    config.rounding_of: the YAML's `rounding` or the model kind's default), "tflm" when absent. The
+    one place the mode is read from a graph."""
     return check_rounding(graph.meta.get("rounding") or "tflm")
 
 

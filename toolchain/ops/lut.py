@@ -5,7 +5,8 @@ SiLU, ...) can run as one load per element, exact by construction.
 Owns: `lut_table` (the table of a float function under the rule quantize(f(dequantize(x))), the
 rule HardSigmoid and SiLU define as their int8 semantics), `table_of` (the table of any int8
 reference function), `lut_s8` (applying a table), the portable `lut` kernel variant with its
-argument list, and `onnx_table_twins` (an op whose rounding "onnx" kernel is a table). Not here: the ops' own semantics (their modules call these).
+argument list, and `onnx_table_twins` (an op whose rounding "onnx" kernel is a table). Not here: the
+ops' own semantics (their modules call these).
 """
 from __future__ import annotations
 

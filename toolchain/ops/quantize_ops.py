@@ -11,7 +11,8 @@ Under `rounding: onnx` Quantize is ONNX QuantizeLinear (float32 division, ties t
 is ORT's DequantizeLinear -> QuantizeLinear in float32: float32((q - zp_in) * s_in) / s_out rounded,
 ties to even, + zp_out, as a 256-entry table (concat.onnx_rescale_table; the float32 product and
 division move near-ties of the exact ratio either way: 0.27f / 0.02f is 13.499999, so neither the Q31
-multiplier nor the exact float32 ratio reproduces ORT on every value) (the `_onnx` C twins). In the float twin of a model (all tensors real) the three are identities.
+multiplier nor the exact float32 ratio reproduces ORT on every value) (the `_onnx` C twins). In the
+float twin of a model (all tensors real) the three are identities.
 """
 from __future__ import annotations
 
