@@ -40,7 +40,7 @@ from toolchain.progress import warning
 from toolchain.tflm_oracle import tflm_verification
 
 REFERENCE = "edgecc numpy int8 interpreter (TFLite int8 reference semantics, double rounding)"
-REFERENCE_ONNX = "edgecc numpy int8 interpreter (rounding: onnx: output roundings once, ties to even)"
+REFERENCE_ONNX = "edgecc numpy int8 interpreter (output roundings once, ties to even)"
 
 
 @dataclass(frozen=True)
