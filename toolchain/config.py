@@ -110,7 +110,9 @@ class Config:
     min_sqnr_db: float | None = None
     weights_section: str = ".weights"
     calibration_method: str = "mse"
-    rounding: str = "tflm"  # tflm: TFLM's double rounding, ties away; onnx: one rounding, ties to even
+    # tflm: TFLM's double rounding, ties away; onnx: one rounding, ties to even (onnxruntime's);
+    # None: the model's own (rounding_of): onnx for a quantized (QDQ / QLinear) ONNX model, else tflm
+    rounding: str | None = None
     repeats: int = 5
     warmup: int = 1
     optimize: str = "speed"  # speed: the board's fastest kernels; ram: per op the kernel with the least scratch
@@ -245,3 +247,19 @@ def load_config(path: Path | None, overrides: dict[str, Any]) -> Config:
         raise InputError(f"{where}: rounding: onnx applies to ONNX models; a .tflite follows TFLite's arithmetic "
                          f"({cfg.model.name}): remove `rounding: onnx`")
     return cfg
+
+
+def rounding_of(cfg: Config) -> tuple[str, str]:
+    """(rounding mode in effect, why) for `cfg`: the YAML's `rounding` when set; else the arithmetic
+    the model was made for: "onnx" (onnxruntime: one rounding, ties to even) for a quantized ONNX
+    model (QDQ / QLinear: its producer's reference is onnxruntime), "tflm" for a .tflite (TFLM) and
+    for a float ONNX model (our own PTQ follows the TFLite int8 spec)."""
+    if cfg.rounding is not None:
+        return cfg.rounding, "set in the configuration"
+    from toolchain.frontend.onnx_qdq import is_quantized_onnx  # reads the model (cached): not at import time
+
+    if cfg.model is not None and cfg.model.suffix.lower() != ".tflite" and is_quantized_onnx(cfg.model):
+        return "onnx", "the default for a quantized ONNX model (onnxruntime's arithmetic)"
+    tflite = cfg.model is not None and cfg.model.suffix.lower() == ".tflite"
+    return "tflm", ("the default for a .tflite model (TFLM's arithmetic)" if tflite
+                    else "the default for a float ONNX model (edgecc's PTQ follows the TFLite int8 spec)")

@@ -24,7 +24,7 @@ from toolchain import __version__
 from toolchain.codegen.context import ModelContext, build_context
 from toolchain.codegen.emit import emit_harness, emit_library
 from toolchain.batch import batched_input_shapes
-from toolchain.config import Config
+from toolchain.config import Config, rounding_of
 from toolchain.data import load_data
 from toolchain.errors import InputError
 from toolchain.frontend.onnx import load_onnx
@@ -127,7 +127,8 @@ def _import_model(cfg: Config) -> Imported:
     check_finite_graph(qgraph, cfg.model)                             # the int8 graph's scales and constants, whatever made them
     notes = (*qgraph.meta.get(NOTES_KEY, ()), *accumulator_risks(qgraph))  # refitted weight scales; a model's own
     show_notes(notes)                                                 # int32 bias whose accumulator can wrap (kept)
-    qgraph = replace(qgraph, meta={**qgraph.meta, "rounding": cfg.rounding, NOTES_KEY: notes})  # rounding: read downstream
+    rounding, why = rounding_of(cfg)                                  # onnx for a QDQ / QLinear model, or the YAML's
+    qgraph = replace(qgraph, meta={**qgraph.meta, "rounding": rounding, "rounding_why": why, NOTES_KEY: notes})
     return Imported(graph, qgraph, n_calib, time.monotonic() - t0)
 
 

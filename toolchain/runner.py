@@ -43,7 +43,7 @@ from toolchain.progress import warning
 from toolchain.tflm_oracle import tflm_verification
 
 REFERENCE = "edgecc numpy int8 interpreter (TFLite int8 reference semantics, double rounding)"
-REFERENCE_ONNX = "edgecc numpy int8 interpreter (rounding: onnx: output roundings once, ties to even)"
+REFERENCE_ONNX = "edgecc numpy int8 interpreter (output roundings once, ties to even)"
 
 
 @dataclass(frozen=True)
@@ -166,6 +166,8 @@ def _verification(build: Build, got: list[np.ndarray] | None, expected: list[np.
                   floats: list[np.ndarray], samples: int, data_name: str) -> dict[str, Any]:
     g = build.graph_s8
     ref = REFERENCE_ONNX if graph_rounding(g) == "onnx" else REFERENCE
+    if g.meta.get("rounding_why"):  # which rounding is in effect and why (the YAML, or the model's kind)
+        ref = f"{ref[:-1]}; rounding: {graph_rounding(g)}, {g.meta['rounding_why']})"
     v: dict[str, Any] = {"reference": ref, "data": data_name, "samples": samples, "bit_exact": False,
                          "mismatches": None,
                          "float_reference": "edgecc float interpreter of the dequantized int8 graph"
@@ -305,7 +307,7 @@ def run_and_verify(build: Build, data: dict[str, np.ndarray] | None = None) -> O
         verification.update(tflm_verification(g, Path(cfg.model), q, got))
     if status == "pass" and not verification["bit_exact"]:
         status = "mismatch"
-    if status == "pass" and cfg.rounding == "tflm" and verification.get("tflm_bit_exact") is False:
+    if status == "pass" and graph_rounding(g) == "tflm" and verification.get("tflm_bit_exact") is False:
         status = "mismatch"  # a .tflite model promises TFLM's arithmetic: differing from TFLM is a failure
     gates = []
     for key, bound, what, fmt, unit in (("top1_agreement", cfg.min_top1_agreement, "top-1 agreement", ".4f", ""),

@@ -115,7 +115,10 @@ def render() -> str:
     out += _table(["IR op", *groups], [[op, *cells] for op, cells in rows])
     out += ["", *textwrap.wrap("With `rounding: onnx` (YAML) the dsp, helium and neon kernels are not used (they "
                                "round as TFLM does) and these ops run a portable twin that rounds once, ties to even "
-                               "(kernel `portable_onnx` in the report): " + ", ".join(_twinned()) + ".", 100)]
+                               "(kernel `portable_onnx` in the report): " + ", ".join(_twinned()) + ". Concatenation, "
+                               "LeakyRelu and Requantize map each int8 value through a table of onnxruntime's float32 "
+                               "arithmetic there (the LeakyRelu and Requantize tables also run the NEON / Helium "
+                               "look-ups).", 100)]
     return "\n".join(out) + "\n"
 
 

@@ -121,19 +121,21 @@ def test_runs_on_host(name, edgecc, need_board, tmp_path):
     _check(tmp_path / "out", name)
 
 
-def test_qdq_file_under_onnx_rounding_equals_onnxruntime(edgecc, need_board, tmp_path):
-    """The QDQ file with `rounding: onnx` reproduces onnxruntime's own outputs (the stored reference,
-    default session options) to the LSB: the model's own semantics, not only our interpreter's.
-    (Under the default `rounding: tflm` it is up to 45 LSB off: the issue on models quantized by
-    other tools makes the model's own arithmetic the default.)"""
+def test_qdq_file_with_default_settings_equals_onnxruntime(edgecc, need_board, tmp_path):
+    """The QDQ file with its default settings (no `rounding` key: onnx, the default for a quantized
+    ONNX model, issue 13) reproduces onnxruntime's own outputs (the stored reference, default session
+    options) to the LSB: the model's own semantics, not only our interpreter's. (Under `rounding:
+    tflm`, still selectable, it was up to 45 LSB off.)"""
     need_board("host")
     name = "tv_mobilenet_v2_035_qdq_s8s8_perchannel.onnx"
     data = CORPUS / (Path(name).stem + ".inputs.npy")
     yaml = tmp_path / "qdq.yaml"
-    yaml.write_text(f"model: {CORPUS / name}\ncalibration: {data}\nverify: {data}\nrounding: onnx\n")
+    yaml.write_text(f"model: {CORPUS / name}\ncalibration: {data}\nverify: {data}\n")
     res = edgecc("run", yaml, "--board", "host", "--out", tmp_path / "out", "--quiet")
     assert res.code == 0, res.err[-3000:]
     assert lsb_from_reference(name, tmp_path / "out") < 1e-3
+    v = json.loads((tmp_path / "out" / "report.json").read_text())["verification"]
+    assert "rounding: onnx, the default for a quantized ONNX model" in v["reference"], v["reference"]
 
 
 @pytest.mark.parametrize("name", REPRESENTATIVE)

@@ -160,9 +160,10 @@ def P_maxpool_conv(g):
 
 # pattern: (max LSB from ORT under rounding onnx, under tflm; measured on these seeded inputs, which go
 # past the calibration range: tflm's input quantization rounds ties away). onnx > 0 only where our int8 op
-# approximates a float function ORT runs between DQ and Q: Softmax / Sigmoid (TFLite fixed point,
-# then a REQUANTIZE from the forced 1/256 onto the model's grid), HardSwish (TFLite fixed point),
-# bilinear Resize (TFLite fixed point), HardSigmoid -> Mul (the Mul of a table output).
+# approximates a float function ORT runs between DQ and Q: Softmax (TFLite fixed point, then a REQUANTIZE
+# from the forced 1/256 onto the model's grid), bilinear Resize (TFLite fixed point). Element-wise ops
+# between two grids (HardSwish, HardSigmoid, the Sigmoid of SiLU) are ORT's own tables in both modes
+# (frontend/onnx_qdq_tables.py): 0 LSB.
 PATTERNS = {
     "slice_concat": (P_slice_concat, 0, 1), "slice_hw": (P_slice_hw, 0, 1), "split_concat": (P_split_concat, 0, 1),
     "split_add": (P_split_add, 0, 2), "gather": (P_gather, 0, 1), "gather_scalar": (P_gather_scalar, 0, 1),
@@ -171,8 +172,8 @@ PATTERNS = {
     "conv_transpose": (P_convtranspose, 0, 1), "reduce_max": (P_reducemax, 0, 0),
     "reduce_sum_conv": (P_reducesum_conv, 0, 1), "global_max_pool_gemm": (P_gmp_gemm, 0, 0),
     "max_pool_conv": (P_maxpool_conv, 0, 1), "squeeze_unsqueeze": (P_squeeze, 0, 0),
-    "hard_sigmoid": (P_hardsigmoid, 0, 2), "hard_sigmoid_mul": (P_hardsigmoid_mul, 1, 1),
-    "hard_swish_conv": (P_hardswish_conv, 1, 1), "silu": (P_silu, 1, 1), "softmax_axis1": (P_softmax1, 1, 3),
+    "hard_sigmoid": (P_hardsigmoid, 0, 2), "hard_sigmoid_mul": (P_hardsigmoid_mul, 0, 0),
+    "hard_swish_conv": (P_hardswish_conv, 0, 0), "silu": (P_silu, 0, 1), "softmax_axis1": (P_softmax1, 1, 3),
     "log_softmax": (P_logsoftmax, 0, 1), "resize_nearest": (P_resize_nearest, 0, 1),
     "resize_sizes_nearest": (P_upsample, 0, 1), "resize_linear": (P_resize_linear, 1, 1),
 }

@@ -6,8 +6,10 @@ of the model's core plus the model's own quantization, which `quantize.quantize(
 Stages: onnx_qdq_strip.strip (ONNX level: drop Q/DQ pairs, rewrite QLinear*/Integer ops into float
 ops, record scales and zero points by ONNX name) -> the float converters of toolchain.frontend.onnx,
 unchanged, on the float core -> map the recorded parameters onto IR tensor names.
-One QDQ-only rule: an AveragePool whose output grid differs from its input's (ORT averages in float
-and requantizes; TFLite int8 pooling cannot) becomes a depthwise conv with weights 1 at scale 1/n.
+QDQ-only rules: an AveragePool whose output grid differs from its input's (ORT averages in float
+and requantizes; TFLite int8 pooling cannot) becomes a depthwise conv with weights 1 at scale 1/n;
+an element-wise single-input op between two grids becomes onnxruntime's 256-entry table
+(onnx_qdq_tables).
 Opsets 10 to 21; int8 and uint8 (uint8 becomes int8: integers and zero point - 128).
 Not here: the quantizer (quantize.given), onnxruntime comparisons (onnx_qdq_ort).
 """
@@ -22,12 +24,13 @@ from typing import Any
 import numpy as np
 import onnx
 
-from quantize.given import same_qparams
+from quantize.given import resolve_given, same_qparams
 from toolchain.errors import InputError, UnsupportedModel
 from toolchain.frontend.onnx import CONVERTERS, input_shape
 from toolchain.frontend.onnx_builder import Builder
 from toolchain.frontend.onnx_canonical import canonical_onnx, opset_of, read_onnx
 from toolchain.frontend.onnx_qdq_strip import QDQ_OPS, Stripped, elem_types, strip
+from toolchain.frontend.onnx_qdq_tables import table_overrides
 from toolchain.frontend.onnx_validate import DEFAULT_DOMAINS
 from toolchain.frontend.unsupported import summary_error
 from toolchain.ir import DType, Graph, Node, QuantParams, Tensor
@@ -99,6 +102,7 @@ def _requantizing_avg_pool(b: QdqBuilder) -> None:
 
 _pool_override("AveragePool")
 _pool_override("GlobalAveragePool")
+OVERRIDES.update(table_overrides(CONVERTERS))  # Sigmoid, Tanh, LeakyRelu, ... between two grids: ORT's table
 
 
 def is_quantized_onnx(path: str | Path) -> bool:
@@ -119,9 +123,11 @@ def _map_consts(b: QdqBuilder, node: Any, s: Stripped, first: int) -> None:
         return
     out = b.vals.get(node.output[0])
     ir = next((n for n in b.nodes[first:] if out is not None and n.outputs[0] == out.name), None)
+    if ir is not None and ir.op == OpKind.LOOKUP_TABLE:  # its constant operands are inside the table
+        return
     attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
     for i, name in given:
-        if ir is None or i == 0 or i >= len(ir.inputs) or not b.tensors[ir.inputs[i]].is_const:
+        if ir is None or i >= len(ir.inputs) or not b.tensors[ir.inputs[i]].is_const:
             raise b.unsupported(f"quantized constant {name!r} as input {i} (the model's quantization is kept for "
                                 "weights, biases and constant operands only)")
         t, ir_t = s.weights[name], b.tensors[ir.inputs[i]]
@@ -194,6 +200,12 @@ def load_qdq(path: str | Path, input_shapes: dict[str, tuple[int, ...]] | None =
     outs = [s.int_of[o.name][0] if o.name in s.int_of else s.alias.get(o.name, o.name) for o in model.graph.output]
     graph = b.finish(outs)
     given = {b.vals[k].name: qp for k, qp in s.acts.items() if k in b.vals}
+    given = resolve_given(graph, given)  # an input whose QuantizeLinear sits behind Transpose / Reshape: that grid
+    missing = [i for i in graph.inputs if i not in given]
+    if missing:
+        raise UnsupportedModel(f"{path}: graph input {missing[0]!r} reaches no QuantizeLinear through data movement "
+                               "(Transpose / Reshape / Flatten / Squeeze): its int8 grid is not in the model, and a "
+                               "quantized model is not recalibrated; quantize that input in the model")
     meta = {**graph.meta, "format": "onnx-qdq", "onnx_io_types": types,
             "onnx_outputs": tuple(o.name for o in model.graph.output)}
     return QdqModel(replace(graph, meta=meta), given, b.ir_consts)

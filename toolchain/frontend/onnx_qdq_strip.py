@@ -10,7 +10,8 @@ Rewrites, node by node (ONNX names are kept wherever they stand for a float valu
   output carrying y_scale / y_zero_point.
 - ConvInteger / MatMulInteger -> Cast(float) -> Mul(constant scale) [-> Add(constant bias)]: a
   float Conv / Gemm whose weight scale is that scale divided by the input's.
-- int8 views (Reshape, Transpose, MaxPool, ...) between QLinear ops keep their input's parameters.
+- int8 views (Reshape, Transpose, MaxPool, ...) between QLinear ops keep their input's parameters; an
+  int8 / uint8 graph input read through such views takes the grid of the DequantizeLinear behind them.
 uint8 tensors become int8: integers and zero point shifted by -128 (the real values are equal).
 Not here: the float converters (toolchain.frontend.onnx) and the IR mapping (onnx_qdq).
 """
@@ -107,6 +108,7 @@ class Stripper:
         self.done: set[int] = set()  # ids of nodes folded into an earlier pattern
         self.q_consts: dict[str, QuantParams] = {}  # QuantizeLinear of a float constant -> its grid
         self.int_dtype: dict[str, np.dtype] = {}     # int tensor -> int8 / uint8 (default zero point type)
+        self.view_of: dict[str, str] = {}  # int view of a graph input whose grid is not known yet -> its source
 
     # -- helpers -----------------------------------------------------------------------------
     def const(self, name: str, what: str) -> np.ndarray:
@@ -127,9 +129,11 @@ class Stripper:
         fx, have = self.s.int_of[name]
         if qp.is_per_channel:
             raise Skip(f"per-axis quantization of activation {name!r}")
-        if have is None:  # an int8 graph input: its first reader defines the grid
-            self.s.int_of[name] = (fx, qp)
-            self.set_act(fx, qp)
+        if have is None:  # an int8 graph input (or a view of one): its first reader defines the grid
+            while name is not None:
+                self.s.int_of[name] = (self.s.int_of[name][0], qp)
+                self.set_act(self.s.int_of[name][0], qp)
+                name = self.view_of.get(name)
         elif have != qp and not _close(have, qp):
             raise Skip(f"{what} {name!r} read with scale/zero point {qp.scale[0]:.9g}/{qp.zero_point[0]}, "
                        f"written with {have.scale[0]:.9g}/{have.zero_point[0]} (a requantization)")
@@ -344,11 +348,14 @@ class Stripper:
         ints = [i for i in node.input if i in self.s.int_of]
         ins = [self.s.int_of[i][0] if i in self.s.int_of else self.float_name(i) for i in node.input]
         if ints:
-            if node.op_type not in INT_VIEWS or ints != [node.input[0]] or self.s.int_of[ints[0]][1] is None:
+            if node.op_type not in INT_VIEWS or ints != [node.input[0]]:
                 raise Skip(f"int8 input {ints[0]!r} to a float op (only views and MaxPool pass int8 through)")
             qp = self.s.int_of[ints[0]][1]  # the twin of the int8 output keeps the input's grid
             self.int_dtype[node.output[0]] = self.int_dtype.get(ints[0], np.dtype(np.int8))
-            self.set_act(node.output[0], qp)
+            if qp is None:  # a view of an int8 graph input: the DequantizeLinear behind it gives both the grid
+                self.view_of[node.output[0]] = ints[0]
+            else:
+                self.set_act(node.output[0], qp)
             self.s.int_of[node.output[0]] = (node.output[0], qp)
         self.emit(node.op_type, ins, list(node.output), node.name, node)
 

@@ -1,13 +1,14 @@
 """Concatenation: the int8 reference semantics of joining tensors along one axis, each input
 requantized to the output's qparams; an input that shares the output's qparams is a plain copy.
 
-The rescale (BL-25, ../shared/design/int8-fault-cases.md): out = round((q - zp_in) * r) + zp_out with
-r = float32(s_in) / float32(s_out) divided in float32, as the reference runtimes derive it (ORT's
-DequantizeLinear -> QuantizeLinear and TFLite's float concat path work in float32), and the product
-rounded exactly, in integers, as the declared rounding says: ties away from zero under "tflm" (TFLite's
-round()), ties to even under "onnx" (ORT). A float32 r is m * 2^-k exactly (m < 2^24), so the C kernel
-computes (q - zp_in) * m in int64 and divides by 2^k with that tie rule: no float, no 1-LSB drift from
-a double-derived Q31 multiplier (s_in 0.5, s_out 0.2f: double 2.49999996, float32 exactly 2.5).
+The rescale (BL-25, ../shared/design/int8-fault-cases.md) under "tflm": out = round((q - zp_in) * r) +
+zp_out with r = float32(s_in) / float32(s_out) divided in float32 (TFLite's float concat path), the
+product rounded exactly, in integers, ties away from zero (TFLite's round()). A float32 r is m * 2^-k
+exactly (m < 2^24), so the C kernel computes (q - zp_in) * m in int64 and divides by 2^k: no float, no
+1-LSB drift from a double-derived Q31 multiplier (s_in 0.5, s_out 0.2f: double 2.49999996, float32
+exactly 2.5). Under "onnx" each input goes through a 256-entry table of ORT's own float32
+DequantizeLinear -> QuantizeLinear (onnx_rescale_table): its float32 product and division move
+near-ties of the exact ratio either way (0.27f / 0.02f is 13.499999), 15 of 256 values on some scales.
 
 TFLM is not the oracle here: its int8 CONCATENATION refuses inputs whose scale differs from the
 output's (Prepare check in the tflite-micro build we test against; older releases copied the bytes
@@ -25,8 +26,9 @@ import numpy as np
 
 from toolchain.ir import Graph, Node, QuantParams
 from toolchain.ops.binary import operand
-from toolchain.ops.fixed_point import quantize_multiplier, rescale, rounding_divide
-from toolchain.ops.registry import CArg, OpDef, portable, rounding_twins, register
+from toolchain.ops.fixed_point import current_rounding, quantize_multiplier, rescale, rounding_divide
+from toolchain.ops.lut import lut_s8
+from toolchain.ops.registry import CArg, OpDef, opdef, portable, rounding_twins, register
 
 COPY = (1, 0)  # float32_ratio of equal scales: ratio 1 * 2^-0, an exact copy
 MAX_SHIFT = 40  # |q - zp| * m < 2^32 <= 2^(k-1) beyond: the product rounds to 0 in both modes
@@ -99,6 +101,12 @@ def concat_s8(xs: Sequence[np.ndarray], axis: int, params: Sequence[tuple[int, i
     return np.concatenate([np.asarray(p, np.int8) for p in parts], axis=axis)
 
 
+def _onnx_tables(node: Node, graph: Graph) -> list[np.ndarray]:
+    """onnx_rescale_table of every input onto the output's grid (rounding "onnx")."""
+    y = graph.t(node.outputs[0]).quant
+    return [onnx_rescale_table(graph.t(n).quant, y) for n in node.inputs]
+
+
 # ---- IR glue ---------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class ConcatAttrs:
@@ -116,7 +124,7 @@ def _axis(node: Node, graph: Graph) -> int:
 
 @register("CONCAT", "Concatenation")
 class Concat(OpDef):
-    variants = rounding_twins(portable("concat"))
+    variants = rounding_twins(portable("concat"), args=lambda node, graph: Concat.onnx_kernel_args(node, graph))
 
     def infer_shapes(self, node: Node, graph: Graph) -> list[tuple[int, ...]]:
         shapes = [graph.t(n).shape for n in node.inputs]
@@ -143,7 +151,13 @@ class Concat(OpDef):
         return [concat_params(graph.t(n).quant, y) for n in node.inputs]
 
     def reference_s8(self, node: Node, graph: Graph, ins: list[np.ndarray]) -> list[np.ndarray]:
-        return [concat_s8(ins, _axis(node, graph), self._params(node, graph))]
+        params = self._params(node, graph)
+        if current_rounding() == "onnx":  # ORT's float32 DequantizeLinear -> QuantizeLinear per input: tables
+            tables = _onnx_tables(node, graph)
+            parts = [x if (p[1], p[2]) == COPY and p[0] + p[3] == 0 else lut_s8(x, t)
+                     for x, p, t in zip(ins, params, tables, strict=True)]
+            return [np.concatenate([np.asarray(p, np.int8) for p in parts], axis=_axis(node, graph))]
+        return [concat_s8(ins, _axis(node, graph), params)]
 
     def kernel_args(self, node: Node, graph: Graph) -> list[CArg]:
         ax = _axis(node, graph)
@@ -154,3 +168,10 @@ class Concat(OpDef):
         arr = np.stack([inner, p[:, 0], p[:, 1], p[:, 2], p[:, 3]], axis=1).astype(np.int32).reshape(-1)
         return [CArg.lit(len(node.inputs)), CArg.lit(outer), CArg.lit(sum(inner)), CArg("array", arr, "params"),
                 CArg("ptrs", tuple(operand(graph, n) for n in node.inputs)), CArg("act", node.outputs[0])]
+
+    @staticmethod
+    def onnx_kernel_args(node: Node, graph: Graph) -> list[CArg]:
+        """Arguments of the `_onnx` twin: kernel_args plus the 256-entry table of every input after params."""
+        args = opdef(node).kernel_args(node, graph)
+        tables = np.concatenate(_onnx_tables(node, graph)).astype(np.int8)
+        return [*args[:4], CArg("array", tables, "tables"), *args[4:]]

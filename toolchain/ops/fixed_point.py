@@ -7,7 +7,8 @@ rounding form (the one every reference kernel here uses) plus the single-roundin
 tests only, and TFLite's QuantizeMultiplier / PreprocessSoftmaxScaling / CalculateInputRadius /
 CalculateActivationRangeQuantized.
 
-Rounding modes (the per-model YAML key `rounding`, kept in graph.meta["rounding"]): "tflm" (default)
+Rounding modes (the per-model YAML key `rounding`, kept in graph.meta["rounding"]; its default,
+config.rounding_of, is "onnx" for a quantized ONNX model and "tflm" otherwise): "tflm"
 = gemmlowp double rounding in requantization and half away from zero elsewhere, what TFLM's
 reference kernels do; "onnx" = one rounding of the real value, ties to even (onnxruntime's
 QuantizeLinear after its float simulation of QDQ) in every *output* rounding step: `rescale` (the
@@ -64,8 +65,9 @@ def current_rounding() -> str:
 
 
 def graph_rounding(graph) -> str:
-    """The rounding mode of an IR graph: graph.meta["rounding"] (set from the YAML's `rounding` by
-    toolchain.pipeline), "tflm" when absent. The one place the mode is read from a graph."""
+    """The rounding mode of an IR graph: graph.meta["rounding"] (set by toolchain.pipeline from
+    config.rounding_of: the YAML's `rounding` or the model kind's default), "tflm" when absent. The
+    one place the mode is read from a graph."""
     return check_rounding(graph.meta.get("rounding") or "tflm")
 
 

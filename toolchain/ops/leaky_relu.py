@@ -10,7 +10,9 @@ negative multiplier (TFLite's QuantizeMultiplier handles the sign through frexp)
 MultiplyByQuantizedMultiplier: it rescales by its magnitude and negates the result
 (`rescale_sign_magnitude`). That is not the same number: the high multiply rounds ties toward +inf,
 so -MBQM(d, m) and MBQM(d, -m) differ by one on exact ties (d odd with m = 2^30: alpha -0.5 and
-equal scales). Owns `leaky_relu_s8`.
+equal scales). Owns `leaky_relu_s8`. Under rounding "onnx" the op is onnxruntime's float32
+DequantizeLinear -> LeakyRelu -> QuantizeLinear as a 256-entry table (`onnx_leaky_relu_table`: the
+two rescales of the Q31 multipliers were 1 LSB off ORT on near-ties).
 """
 from __future__ import annotations
 
@@ -20,8 +22,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from toolchain.ir import Graph, Node
-from toolchain.ops.fixed_point import quantize_multiplier, rescale
-from toolchain.ops.registry import CArg, OpDef, portable, register, rounding_twins
+from toolchain.ops.fixed_point import current_rounding, quantize_multiplier, rescale
+from toolchain.ops.lut import lut_s8, onnx_table_twins
+from toolchain.ops.registry import CArg, OpDef, portable, register
 
 
 def signed_quantize_multiplier(real: float) -> tuple[int, int]:
@@ -66,9 +69,25 @@ class LeakyReluAttrs:
     alpha: float = 0.01
 
 
+def onnx_leaky_relu_table(s_in: float, z_in: int, s_out: float, z_out: int, alpha: float) -> np.ndarray:
+    """The 256 int8 outputs (index q + 128) of onnxruntime's DequantizeLinear -> LeakyRelu ->
+    QuantizeLinear in float32: x = float32(q - z_in) * s_in; y = x if x >= 0 else alpha * x;
+    rint(y / s_out) ties to even + z_out, saturated. The float32 products and division move
+    near-ties of the exact ratios either way, so no Q31 multiplier pair reproduces it on every value."""
+    f = np.float32
+    x = (np.arange(-128, 128) - int(z_in)).astype(f) * f(s_in)
+    y = np.where(x >= 0, x, f(alpha) * x).astype(f)
+    return np.clip(np.rint(y / f(s_out)).astype(np.float64) + int(z_out), -128, 127).astype(np.int8)
+
+
+def _onnx_table(node: Node, graph: Graph) -> np.ndarray:
+    a, y = graph.t(node.inputs[0]).quant, graph.t(node.outputs[0]).quant
+    return onnx_leaky_relu_table(a.s, a.zp, y.s, y.zp, node.attrs.alpha)
+
+
 @register("LEAKY_RELU", "LeakyRelu")
 class LeakyRelu(OpDef):
-    variants = rounding_twins(portable("leaky_relu"))
+    variants = onnx_table_twins(portable("leaky_relu"), _onnx_table)  # rounding onnx: ORT's float32 table
 
     def infer_shapes(self, node: Node, graph: Graph) -> list[tuple[int, ...]]:
         return [graph.t(node.inputs[0]).shape]
@@ -82,6 +101,8 @@ class LeakyRelu(OpDef):
         return a.zp, y.zp, leaky_relu_params(a.s, y.s, node.attrs.alpha)
 
     def reference_s8(self, node: Node, graph: Graph, ins: list[np.ndarray]) -> list[np.ndarray]:
+        if current_rounding() == "onnx":
+            return [lut_s8(ins[0], _onnx_table(node, graph))]
         return [leaky_relu_s8(ins[0], *self._q(node, graph))]
 
     def kernel_args(self, node: Node, graph: Graph) -> list[CArg]:

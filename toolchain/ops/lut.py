@@ -4,8 +4,9 @@ SiLU, ...) can run as one load per element, exact by construction.
 
 Owns: `lut_table` (the table of a float function under the rule quantize(f(dequantize(x))), the
 rule HardSigmoid and SiLU define as their int8 semantics), `table_of` (the table of any int8
-reference function), `lut_s8` (applying a table) and the portable `lut` kernel variant with its
-argument list. Not here: the ops' own semantics (their modules call these).
+reference function), `lut_s8` (applying a table), the portable `lut` kernel variant with its
+argument list, and `onnx_table_twins` (an op whose rounding "onnx" kernel is a table). Not here: the
+ops' own semantics (their modules call these).
 """
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import numpy as np
 
 from toolchain.ir import Graph, Node
 from toolchain.ops.fixed_point import quantize_real
-from toolchain.ops.registry import CArg, KernelVariant, portable
+from toolchain.ops.registry import CArg, KernelVariant, portable, rounding_twins
 
 ALL_INT8 = np.arange(-128, 128, dtype=np.int8)
 
@@ -48,3 +49,15 @@ def lut_variant(table: Callable[[Node, Graph], np.ndarray], **kw) -> KernelVaria
                 CArg.lit(graph.t(node.inputs[0]).size), CArg("act", node.inputs[0]), CArg("act", node.outputs[0])]
 
     return portable("lut", args=args, inplace_inputs=(0,), **kw)
+
+
+def onnx_table_twins(variant: KernelVariant, table: Callable[[Node, Graph], np.ndarray]) -> tuple[KernelVariant, ...]:
+    """registry.rounding_twins(variant) whose rounding "onnx" twin is the table look-up of
+    `table(node, graph)` (onnxruntime's float32 DequantizeLinear -> op -> QuantizeLinear, computed
+    offline): an int8 -> int8 per-tensor op is exact against ORT that way, near-ties included."""
+    from dataclasses import replace
+
+    lut = lut_variant(table)
+    return tuple(replace(v, template=lut.template, function=lut.function, args=lut.args,
+                         inplace_inputs=lut.inplace_inputs) if v.name.endswith("_onnx") else v
+                 for v in rounding_twins(variant))

@@ -8,9 +8,11 @@ QUANTIZE / DEQUANTIZE, TFLM quantize_common.cc and dequantize_common.cc.
 - Requantize (int8 -> int8, TFLite QUANTIZE with an int8 input, reference_ops::Requantize):
   MBQM(q - zp_in, QuantizeMultiplier(s_in / s_out)) + zp_out, saturated (concat.requantize_s8).
 Under `rounding: onnx` Quantize is ONNX QuantizeLinear (float32 division, ties to even) and Requantize
-is ORT's DequantizeLinear -> QuantizeLinear: round((q - zp_in) * float32(s_in / s_out)) + zp_out, the
-float32 ratio applied exactly in integers, ties to even (concat.rescale_exact_s8, as Concat; BL-25:
-the Q31 multiplier of the double ratio misses float32 ties such as 0.5 / 0.2f) (the `_onnx` C twins). In the float twin of a model (all tensors real) the three are identities.
+is ORT's DequantizeLinear -> QuantizeLinear in float32: float32((q - zp_in) * s_in) / s_out rounded,
+ties to even, + zp_out, as a 256-entry table (concat.onnx_rescale_table; the float32 product and
+division move near-ties of the exact ratio either way: 0.27f / 0.02f is 13.499999, so neither the Q31
+multiplier nor the exact float32 ratio reproduces ORT on every value) (the `_onnx` C twins). In the
+float twin of a model (all tensors real) the three are identities.
 """
 from __future__ import annotations
 
@@ -19,8 +21,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from toolchain.ir import Graph, Node
-from toolchain.ops.concat import concat_params, requant_params, requantize_s8, rescale_exact_s8
+from toolchain.ops.concat import onnx_rescale_table, requant_params, requantize_s8
 from toolchain.ops.fixed_point import current_rounding, quantize_real
+from toolchain.ops.lut import lut_s8, onnx_table_twins
 from toolchain.ops.registry import CArg, OpDef, portable, rounding_twins, register
 
 FLOAT_EDGE_HEADER = "portable/ecc_float_edge_kernels.h"  # the only kernels using float: shipped when used
@@ -90,21 +93,28 @@ class Dequantize(_Edge):
                 CArg("act", node.inputs[0]), CArg("act", node.outputs[0])]
 
 
+def onnx_requant_table(node: Node, graph: Graph) -> np.ndarray:
+    """The 256-entry table of a Requantize under rounding "onnx": onnxruntime's float32
+    DequantizeLinear -> QuantizeLinear (concat.onnx_rescale_table)."""
+    return onnx_rescale_table(graph.t(node.inputs[0]).quant, graph.t(node.outputs[0]).quant)
+
+
 @register("REQUANTIZE", "Requantize")
 class Requantize(_Edge):
-    variants = rounding_twins(portable("requant"))
+    # under "onnx" the portable_onnx twin is the table look-up (NEON / Helium lut variants follow it)
+    variants = onnx_table_twins(portable("requant"), onnx_requant_table)
 
     def reference_f32(self, node: Node, graph: Graph, ins: list[np.ndarray]) -> list[np.ndarray]:
         return [np.asarray(ins[0], np.float32)]
 
     def _params(self, node: Node, graph: Graph) -> tuple[int, int, int, int]:
-        """tflm: (input_offset, Q31 mult, shift, output_offset); onnx: (input_offset, m, k, output_offset)."""
-        params = concat_params if current_rounding() == "onnx" else requant_params
-        return params(graph.t(node.inputs[0]).quant, graph.t(node.outputs[0]).quant)
+        """(input_offset, Q31 mult, shift, output_offset) of TFLite's Requantize (rounding "tflm")."""
+        return requant_params(graph.t(node.inputs[0]).quant, graph.t(node.outputs[0]).quant)
 
     def reference_s8(self, node: Node, graph: Graph, ins: list[np.ndarray]) -> list[np.ndarray]:
-        exact = current_rounding() == "onnx"
-        return [(rescale_exact_s8 if exact else requantize_s8)(ins[0], *self._params(node, graph))]
+        if current_rounding() == "onnx":
+            return [lut_s8(ins[0], onnx_requant_table(node, graph))]
+        return [requantize_s8(ins[0], *self._params(node, graph))]
 
     def kernel_args(self, node: Node, graph: Graph) -> list[CArg]:
         return [*map(CArg.lit, self._params(node, graph)), CArg.lit(self._size(node, graph)),
