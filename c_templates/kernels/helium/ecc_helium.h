@@ -18,6 +18,15 @@
  *   to negative values with a non-zero shift first. NOFIX skips it where it cannot matter: a
  *   negative high product gives at most output_offset either way, and the layer clamps at
  *   act_min >= output_offset (ReLU-like ranges), or no channel shifts.
+ * - Rounding "onnx" (ECC_HELIUM_RNE, the `_onnx` entry points): x * mult * 2^(shift - 31) rounded
+ *   once, ties to even (ecc_multiply_by_quantized_multiplier_rne), for shifts in [-31, -1]. With
+ *   p = x * mult and s = -shift >= 1, vqdmulh gives h = floor(p / 2^31) (exact: mult >= 0, so never
+ *   the one saturating pair) and vrshl(h, -s) = floor((h + 2^(s-1)) / 2^s) = floor((p + 2^(30+s)) /
+ *   2^(31+s)), the real value rounded half up: the low 31 bits of p cannot carry into bit 31+s.
+ *   Half up equals ties to even except at exact ties, p an odd multiple of 2^(30+s), i.e. x an odd
+ *   multiple of 2^(30+s-v) with v the trailing zero bits of mult: toolchain/isa/helium_rq.py
+ *   offers the entry point only for layers whose accumulators are bounded below that (no tie can
+ *   occur), so the epilogue is two instructions, like ECC_HELIUM_NOFIX.
  * Vector loads are 16-byte VLDRB (any alignment); VLDRW of the weight blobs needs them word
  * aligned (the blobs are 16-byte aligned and every record is a multiple of 16 bytes).
  */
@@ -29,6 +38,7 @@
 
 #define ECC_HELIUM_NOFIX 0
 #define ECC_HELIUM_FIX 1
+#define ECC_HELIUM_RNE 2
 
 /* n int8 from src to dst, a tail-predicated low-overhead loop (16 bytes per iteration) */
 static inline void ecc_helium_copy(int8_t *dst, const int8_t *src, int32_t n)
@@ -70,12 +80,17 @@ static inline int32x4_t ecc_helium_pack4(int32_t a, int32_t b, int32_t c, int32_
     return v;
 }
 
-/* High product and rounding shift of TFLite's MultiplyByQuantizedMultiplier (shift <= 0): ne holds
- * the shifts (= -exponent). */
+/* High product and rounding shift of TFLite's MultiplyByQuantizedMultiplier (shift <= 0), or with
+ * fix = ECC_HELIUM_RNE the single rounding of rounding "onnx" (no ties, see above): ne holds the
+ * shifts (= -exponent). */
 static inline __attribute__((always_inline)) int32x4_t ecc_helium_mbqm(int32x4_t acc, int32x4_t mult, int32x4_t ne,
                                                                        const int fix)
 {
-    int32x4_t v = vqrdmulhq_s32(acc, mult);
+    int32x4_t v;
+    if (fix == ECC_HELIUM_RNE) {
+        return vrshlq_s32(vqdmulhq_s32(acc, mult), ne);
+    }
+    v = vqrdmulhq_s32(acc, mult);
     if (fix) {
         v = vaddq_s32(v, vshrq_n_s32(vandq_s32(v, ne), 31));
     }
@@ -144,7 +159,7 @@ typedef struct {
 /* One GEMM pass of two rows over every quad of output channels, requantization and stores
  * included (the last quad predicated). o (r1) walks row 0's outputs; the byte stores of 32-bit
  * lanes need low registers: o, and the accumulator a0 (r0), free by then. */
-#define ECC_HELIUM_GEMM2_ASM(FIX, STORE)                                                          \
+#define ECC_HELIUM_GEMM2_ASM(MUL, FIX, STORE)                                                          \
     "9:\n\t"                                                                               \
     "ldr %[l0], [%[cfg]]\n\t"                                                              \
     "ldr %[l1], [%[cfg], #4]\n\t"                                                          \
@@ -159,8 +174,8 @@ typedef struct {
     "vadd.i32 q0, q0, q2\n\t"                                                              \
     "vadd.i32 q1, q1, q2\n\t"                                                              \
     "vldrw.32 q2, [%[w]], #16\n\t"                                                         \
-    "vqrdmulh.s32 q0, q0, q2\n\t"                                                          \
-    "vqrdmulh.s32 q1, q1, q2\n\t"                                                          \
+    MUL " q0, q0, q2\n\t"                                                                   \
+    MUL " q1, q1, q2\n\t"                                                                   \
     "vldrw.32 q2, [%[w]], #16\n\t"                                                         \
     FIX                                                                                    \
     "vrshl.s32 q0, q0, q2\n\t"                                                             \
@@ -203,6 +218,17 @@ typedef struct {
     "vshr.s32 q3, q3, #31\n\t"                                                             \
     "vadd.i32 q1, q1, q3\n\t"
 
+/* The GEMM2 assembly for requantization mode `fix` (a variable in scope): vqrdmulh with or without
+ * the fix-up for TFLM, vqdmulh for onnx's single rounding (ECC_HELIUM_RNE). */
+#define ECC_HELIUM_GEMM2_MODES(STORE, OPERANDS)                                                                 \
+    if (fix == ECC_HELIUM_RNE) {                                                                                \
+        __asm__ volatile(ECC_HELIUM_GEMM2_ASM("vqdmulh.s32", "", STORE) OPERANDS);                              \
+    } else if (fix) {                                                                                           \
+        __asm__ volatile(ECC_HELIUM_GEMM2_ASM("vqrdmulh.s32", ECC_HELIUM_GEMM2_FIX, STORE) OPERANDS);           \
+    } else {                                                                                                    \
+        __asm__ volatile(ECC_HELIUM_GEMM2_ASM("vqrdmulh.s32", "", STORE) OPERANDS);                             \
+    }
+
 /* Every output channel of two rows r0, r1 (nk chunks of 16 int8 each, readable up to 16 * nk):
  * outputs at o0 and o1. The assembly pins 13 core registers and needs r7 as well; unoptimised
  * builds (-O0) keep r7 as the frame pointer and GCC cannot allocate the operands (an internal
@@ -227,16 +253,9 @@ static inline __attribute__((always_inline)) void ecc_helium_gemm2(
     : [cfg] "r"(cfg), [lo] "w"(lo), [hi] "w"(hi), "m"(m)                                            \
     : "q0", "q1", "q2", "q3", "cc", "memory"
     if (out_c & 3) {
-        if (fix) {
-            __asm__ volatile(ECC_HELIUM_GEMM2_ASM(ECC_HELIUM_GEMM2_FIX, ECC_HELIUM_GEMM2_STORE_TAIL)
-                             ECC_HELIUM_GEMM2_OPERANDS);
-        } else {
-            __asm__ volatile(ECC_HELIUM_GEMM2_ASM("", ECC_HELIUM_GEMM2_STORE_TAIL) ECC_HELIUM_GEMM2_OPERANDS);
-        }
-    } else if (fix) {
-        __asm__ volatile(ECC_HELIUM_GEMM2_ASM(ECC_HELIUM_GEMM2_FIX, ECC_HELIUM_GEMM2_STORE4) ECC_HELIUM_GEMM2_OPERANDS);
+        ECC_HELIUM_GEMM2_MODES(ECC_HELIUM_GEMM2_STORE_TAIL, ECC_HELIUM_GEMM2_OPERANDS)
     } else {
-        __asm__ volatile(ECC_HELIUM_GEMM2_ASM("", ECC_HELIUM_GEMM2_STORE4) ECC_HELIUM_GEMM2_OPERANDS);
+        ECC_HELIUM_GEMM2_MODES(ECC_HELIUM_GEMM2_STORE4, ECC_HELIUM_GEMM2_OPERANDS)
     }
 #undef ECC_HELIUM_GEMM2_OPERANDS
 }
