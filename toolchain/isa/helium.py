@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from toolchain.ir import Graph, Node
-from toolchain.isa.helium_rq import MODES, ONNX, accumulator_bound, add_onnx_reason, modes_and_reasons
+from toolchain.isa.helium_rq import MODES, ONNX, ONNX_TIES, accumulator_bound, add_onnx_reason, modes_and_reasons
 from toolchain.isa.packing import ConstantSplit, fold_bias, layer_constants, split_constants
 from toolchain.ops import add, conv2d, depthwise_conv2d, fully_connected
 from toolchain.ops.binary import needs_broadcast
@@ -151,13 +151,13 @@ def pack_sparse_gemm(w2d: np.ndarray, f: Folded, split: ConstantSplit) -> np.nda
 
 
 # ---- variant factory ----------------------------------------------------------------------------
-TAILS = {"relu": "_relu", "full": "", ONNX: "_onnx", "any": ""}
+TAILS = {"relu": "_relu", "full": "", ONNX: "_onnx", ONNX_TIES: "_onnx_ties", "any": ""}
 
 
 def rounding_of(mode: str) -> str | None:
     """The model rounding (YAML `rounding`) an entry point of requantization `mode` serves (None: an
     op without rounding, mode "any")."""
-    return None if mode == "any" else "onnx" if mode == ONNX else "tflm"
+    return None if mode == "any" else "onnx" if mode in (ONNX, ONNX_TIES) else "tflm"
 
 
 def helium_variant(op: str, variant: str = "", *, mode: str = "full", applies: Callable[[Node, Graph], bool],
@@ -165,7 +165,7 @@ def helium_variant(op: str, variant: str = "", *, mode: str = "full", applies: C
                    args: Callable[[Node, Graph], list[CArg]] | None = None,
                    why_not: Callable[[Node, Graph], str | None] = lambda n, g: None, **kw: Any) -> KernelVariant:
     """The helium/<op>[_<variant>]_s8.c.j2 entry point for one requantization mode: function
-    ecc_helium_<op>[_<variant>][_relu|_onnx]_s8, reported as kernel "helium[_<variant>][_relu|_onnx]",
+    ecc_helium_<op>[_<variant>][_relu|_onnx|_onnx_ties]_s8, reported as kernel "helium[_<variant>][<same>]",
     applying only to graphs of its rounding (fixed_point.graph_rounding); why_not: the first reason
     it does not apply (the graph's rounding, then the given why_not)."""
     stem = f"{op}_{variant}" if variant else op
@@ -208,7 +208,7 @@ def _sparse_split(w2d: np.ndarray, bias: np.ndarray | None, k: dict, mode: str) 
                                             k["output_offset"], act))
     if split is None:
         return "no output channel is constant"
-    if mode != ONNX:
+    if rounding_of(mode) != "onnx":
         return split
     o = w2d.shape[0]
     mult = np.broadcast_to(np.asarray(k["out_mult"], np.int64).reshape(-1), (o,))

@@ -10,18 +10,20 @@ multiple of 2^(30 + s), i.e. x an odd multiple of 2^(30 + s - v), v the trailing
 A layer gets the entry point when no accumulator of any channel can be such a multiple: its
 largest magnitude (bias plus the largest input times the absolute weight sum) is below 2^(30 + s - v)
 and below 2^31 (so the int32 sum never wraps). Real layers are far from that bound (accumulators
-of 2^16..2^22 against 2^31 and more); layers that could tie keep the portable `_onnx` kernel, and
-why_not says so.
+of 2^16..2^22 against 2^31 and more); layers that could tie (e.g. power-of-two scale ratios) take
+the `onnx_ties` entry points (ECC_HELIUM_RNE_TIES: the tie test, and a saturating pre-shift for
+shifts >= 0 that needs a normalised multiplier), listed after the `onnx` ones.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from toolchain.ops.fixed_point import AddParams, multiply_by_quantized_multiplier
+from toolchain.ops.fixed_point import AddParams
 
 TFLM_MODES = ("relu", "full")  # ECC_HELIUM_NOFIX, ECC_HELIUM_FIX
-ONNX = "onnx"                  # ECC_HELIUM_RNE
-MODES = (*TFLM_MODES, ONNX)
+ONNX = "onnx"                  # ECC_HELIUM_RNE: no tie can occur
+ONNX_TIES = "onnx_ties"        # ECC_HELIUM_RNE_TIES: any layer (a tie test, slower)
+MODES = (*TFLM_MODES, ONNX, ONNX_TIES)
 
 
 def trailing_zeros(m: int) -> int:
@@ -62,26 +64,17 @@ def modes_and_reasons(mult: np.ndarray, shift: np.ndarray, bound: np.ndarray, ou
     elif not (act_min >= output_offset or not np.any(shift[live] != 0)):
         why["relu"] = "the clamp starts below the output zero point (the round-half-away fix-up is needed)"
     if np.any(shift[live] > -1):
-        why[ONNX] = "a requantization multiplier of 1/2 or more (the onnx epilogue needs shift <= -1)"
+        why[ONNX] = "a requantization multiplier of 1/2 or more (the fast onnx epilogue needs shift <= -1)"
     elif not tie_free(mult, shift, bound):
-        why[ONNX] = "an accumulator could fall exactly halfway between two outputs (onnx ties to even)"
+        why[ONNX] = "an accumulator could fall exactly halfway between two outputs (the tie-testing kernel takes it)"
+    if np.any(shift[live] > 30) or np.any((shift >= 0) & live & (mult < 2**30)):
+        why[ONNX_TIES] = "a requantization multiplier of 2^31 or more, or one of 1/2 or more not normalised"
     return tuple(m for m in MODES if m not in why), why
 
 
-def add_tables(p: AddParams) -> tuple[np.ndarray, np.ndarray]:
-    """helium/add's two 256-entry tables: MBQM((x + offset) << left_shift, mult, shift), x in [-128, 127]."""
-    x = np.arange(-128, 128, dtype=np.int64)
-    return tuple(multiply_by_quantized_multiplier((x + off) << p.left_shift, m, s)
-                 for off, m, s in ((p.input1_offset, p.input1_mult, p.input1_shift),
-                                   (p.input2_offset, p.input2_mult, p.input2_shift)))
-
-
 def add_onnx_reason(p: AddParams) -> str | None:
-    """Why helium/add_onnx is not exact for AddParams p (None: it is): an output shift above -1, or
-    a sum of two table entries that could tie."""
-    if p.output_shift > -1:
-        return "an output multiplier of 1/2 or more (the onnx epilogue needs shift <= -1)"
-    t1, t2 = add_tables(p)
-    if not tie_free([p.output_mult], [p.output_shift], [int(np.abs(t1).max()) + int(np.abs(t2).max())]):
-        return "a sum could fall exactly halfway between two outputs (onnx ties to even)"
+    """Why helium/add_onnx (ECC_HELIUM_RNE_TIES on the output) is not exact for AddParams p (None: it
+    is): with shift 0 its pre-shift needs a normalised multiplier (>= 2^30, ecc_helium.h)."""
+    if p.output_shift == 0 and 0 < p.output_mult < 2**30:
+        return "an output multiplier in [1/4, 1/2) not normalised (the onnx epilogue's pre-shift needs >= 2^30)"
     return None
