@@ -29,38 +29,38 @@ ONNX_MODES = (ONNX, ONNX_TIES)
 
 
 def _ref(rounding: str, f, *args, **kw) -> np.ndarray:
+    """f(*args, **kw) under `rounding` (the numpy references read the mode in effect)."""
     with rounding_mode(rounding):
         return f(*args, **kw)
 
 
-def conv_cases(tag: str, x, w, bias, k: dict, modes=ONNX_MODES) -> list[Case]:
-    """Every conv2d / conv2d_1x1 / conv2d_1x1_sparse entry point of `modes` that accepts the layer."""
+def _cases(tag: str, x, reference, entry_points, modes) -> list[Case]:
+    """One case per mode of `modes` and entry point (name, plan(mode, y_shape)) that accepts the call;
+    expected: reference() under the mode's rounding."""
     cases = []
     for mode in modes:
-        y = _ref(hv.rounding_of(mode), conv2d.conv2d_s8, x, w, bias, **k)
-        plans = [(function("conv2d", v, mode), hv.conv_plan(k, x.shape, w, bias, y.shape, mode=mode, pointwise=pw,
-                                                             sparse=sp))
-                 for v, pw, sp in (("", False, False), ("1x1", True, False), ("1x1_sparse", True, True))]
-        cases += isa_cases.planned_cases(ISA, tag, x, y, plans)
+        y = _ref(hv.rounding_of(mode), reference)
+        cases += isa_cases.planned_cases(ISA, tag, x, y, [(function(*name, mode), plan(mode, y.shape))
+                                                          for name, plan in entry_points])
     return cases
+
+
+def conv_cases(tag: str, x, w, bias, k: dict, modes=ONNX_MODES) -> list[Case]:
+    """Every conv2d / conv2d_1x1 / conv2d_1x1_sparse entry point of `modes` that accepts the layer."""
+    return _cases(tag, x, lambda: conv2d.conv2d_s8(x, w, bias, **k), [
+        (("conv2d", v), lambda mode, ys, pw=pw, sp=sp: hv.conv_plan(k, x.shape, w, bias, ys, mode=mode, pointwise=pw,
+                                                                    sparse=sp))
+        for v, pw, sp in (("", False, False), ("1x1", True, False), ("1x1_sparse", True, True))], modes)
 
 
 def dw_cases(tag: str, x, w, bias, k: dict, modes=ONNX_MODES) -> list[Case]:
-    cases = []
-    for mode in modes:
-        y = _ref(hv.rounding_of(mode), depthwise_conv2d.depthwise_conv2d_s8, x, w, bias, **k)
-        cases += isa_cases.planned_cases(ISA, tag, x, y, [(function("depthwise_conv2d", "", mode),
-                                                           hv.dw_plan(k, x.shape, w, bias, y.shape, mode=mode))])
-    return cases
+    return _cases(tag, x, lambda: depthwise_conv2d.depthwise_conv2d_s8(x, w, bias, **k), [
+        (("depthwise_conv2d", ""), lambda mode, ys: hv.dw_plan(k, x.shape, w, bias, ys, mode=mode))], modes)
 
 
 def fc_cases(tag: str, x, w, bias, k: dict, modes=ONNX_MODES) -> list[Case]:
-    cases = []
-    for mode in modes:
-        y = _ref(hv.rounding_of(mode), fully_connected.fully_connected_s8, x, w, bias, **k)
-        cases += isa_cases.planned_cases(ISA, tag, x, y, [(function("fully_connected", "", mode),
-                                                           hv.fc_plan(k, x.shape, w, bias, y.shape, mode=mode))])
-    return cases
+    return _cases(tag, x, lambda: fully_connected.fully_connected_s8(x, w, bias, **k), [
+        (("fully_connected", ""), lambda mode, ys: hv.fc_plan(k, x.shape, w, bias, ys, mode=mode))], modes)
 
 
 def tie_requant(rng: np.random.Generator, n: int, shifts=(-1, -2, -3, -4)) -> tuple[np.ndarray, np.ndarray]:
@@ -140,7 +140,8 @@ def random_cases(seed: int = 113) -> list[Case]:
             if ties:
                 w = rng.integers(-2, 3, w.shape).astype(np.int8)
                 mult, shift = tie_requant(rng, o)
-            k = dict(input_offset=int(rng.integers(-128, 128)), filter_offset=0, output_offset=int(rng.integers(-20, 20)),
+            k = dict(input_offset=int(rng.integers(-128, 128)), filter_offset=0,
+                     output_offset=int(rng.integers(-20, 20)),
                      out_mult=mult, out_shift=shift, act_min=-128, act_max=127)
             cases += fc_cases(f"onnx_fc{i}_{j}", x, w, bias, k)
     return cases + sparse_cases(rng) + add_cases(rng) + avg_cases(rng)

@@ -65,15 +65,7 @@ def test_conformance_set_has_a_helium_kernel(family, name):
 
 @pytest.mark.parametrize("index", range(len(CASES)), ids=[c.name for c in CASES])
 def test_helium_bit_exact(results, index):
-    rc, guards, got = results[index]
-    c = CASES[index]
-    assert rc == 0, f"{c.function} returned {rc}"
-    assert guards, f"{c.function} wrote past its output or its scratch"
-    exp = np.frombuffer(c.expected, np.int8)
-    out = np.frombuffer(got, np.int8)
-    bad = np.flatnonzero(out != exp)
-    assert bad.size == 0, f"{c.function}: {bad.size}/{exp.size} outputs differ, first at {bad[0]}: " \
-                          f"got {out[bad[0]]}, want {exp[bad[0]]}"
+    helium_harness.assert_exact(CASES[index], results[index])
 
 
 def test_kernels_have_no_static_data(firmware):

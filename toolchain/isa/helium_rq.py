@@ -49,7 +49,8 @@ def accumulator_bound(w2d: np.ndarray, bias: np.ndarray | None, input_offset: in
     x (Python ints in an object array: no overflow)."""
     a = max(abs(-128 + int(input_offset)), abs(127 + int(input_offset)))
     wsum = np.abs(w2d.astype(np.int64)).sum(axis=1).astype(object)
-    b = np.zeros(w2d.shape[0], object) if bias is None else np.abs(np.asarray(bias, np.int64).reshape(-1)).astype(object)
+    b = np.zeros(w2d.shape[0], np.int64) if bias is None else np.abs(np.asarray(bias, np.int64).reshape(-1))
+    b = b.astype(object)
     return b + a * wsum
 
 
