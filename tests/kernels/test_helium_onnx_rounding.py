@@ -10,7 +10,8 @@ even) and the depthwise kernel with -128 weights.
   oracle on random and tie-heavy cases (helium_onnx_cases.py), and the depthwise entry points of
   every mode with -128 weights against -128 inputs.
 - End to end: kws_dscnn_qdq.onnx (PPQ: -128 weights) with `rounding: onnx` runs helium*_onnx kernels
-  for every conv / depthwise / FC, bit-exact with the interpreter and equal to onnxruntime.
+  for every conv / depthwise / FC, bit-exact with the interpreter and equal to onnxruntime; with
+  `rounding: tflm` helium kernels too (the -128 depthwise layers included).
 """
 from __future__ import annotations
 
@@ -191,9 +192,11 @@ def test_helium_onnx_bit_exact(results, index):
 # ---- end to end ---------------------------------------------------------------------------------------
 @pytest.mark.needs_gcc
 @pytest.mark.skipif(not KWS.is_file(), reason=f"{KWS} not present")
-def test_kws_dscnn_qdq_onnx_rounding_on_helium(tmp_path: Path, edgecc, need_board) -> None:
-    """kws_dscnn_qdq.onnx (weights holding -128) with `rounding: onnx` on mps3-an547, 2 samples:
-    every conv / depthwise / FC runs a helium*_onnx kernel, bit-exact, 0 LSB from onnxruntime."""
+@pytest.mark.parametrize("rounding", ["onnx", "tflm"])
+def test_kws_dscnn_qdq_on_helium(tmp_path: Path, edgecc, need_board, rounding: str) -> None:
+    """kws_dscnn_qdq.onnx (PPQ: depthwise weights holding -128) on mps3-an547, 2 samples: every conv /
+    depthwise / FC runs a helium kernel (helium*_onnx under `rounding: onnx`, bit-exact and 0 LSB from
+    onnxruntime; under `tflm` the depthwise layers too, no portable kernel left)."""
     need_board("mps3-an547")
     sys.path.insert(0, str(ROOT / "tests" / "frontend"))
     from _qdq_cases import import_int8
@@ -202,14 +205,16 @@ def test_kws_dscnn_qdq_onnx_rounding_on_helium(tmp_path: Path, edgecc, need_boar
     x = np.random.default_rng(0).uniform((-128 - qi.zp) * qi.s, (127 - qi.zp) * qi.s, (2, 1, 490))
     np.save(tmp_path / "x.npy", x.astype(np.float32))
     out = tmp_path / "out"
-    (tmp_path / "p.yaml").write_text(f"model: {KWS}\nboard: mps3-an547\nrounding: onnx\nverify: {tmp_path / 'x.npy'}\n")
+    (tmp_path / "p.yaml").write_text(f"model: {KWS}\nboard: mps3-an547\nrounding: {rounding}\n"
+                                     f"verify: {tmp_path / 'x.npy'}\n")
     res = edgecc("run", tmp_path / "p.yaml", "--out", out, "--quiet")
     report = json.loads((out / "report.json").read_text())
     assert res.code == 0 and report["status"] == "pass", res.err
     v = report["verification"]
-    assert v["bit_exact"] and v["samples"] == 2 and v["ort_max_abs_diff_lsb"] == 0
+    assert v["bit_exact"] and v["samples"] == 2 and (rounding == "tflm" or v["ort_max_abs_diff_lsb"] == 0)
     kernels = {op["op_type"]: set() for op in report["ops"]}
     for op in report["ops"]:
         kernels[op["op_type"]].add(op["kernel"])
     for t in ("Conv2D", "DepthwiseConv2D", "FullyConnected"):
-        assert kernels[t] and all(k.startswith("helium") and k.endswith("_onnx") for k in kernels[t]), kernels
+        assert kernels[t] and all(k.startswith("helium") and k.endswith("_onnx") == (rounding == "onnx")
+                                  for k in kernels[t]), kernels
