@@ -113,12 +113,13 @@ def render() -> str:
     out += ["Kernel variants per IR op and board (int8 kernels; a node gets the first variant whose",
             "conditions hold; portable always holds):", ""]
     out += _table(["IR op", *groups], [[op, *cells] for op, cells in rows])
-    out += ["", *textwrap.wrap("With `rounding: onnx` (YAML) the dsp, helium and neon kernels are not used (they "
-                               "round as TFLM does) and these ops run a portable twin that rounds once, ties to even "
-                               "(kernel `portable_onnx` in the report): " + ", ".join(_twinned()) + ". Concatenation, "
-                               "LeakyRelu and Requantize map each int8 value through a table of onnxruntime's float32 "
-                               "arithmetic there (the LeakyRelu and Requantize tables also run the NEON / Helium "
-                               "look-ups).", 100)]
+    out += ["", *textwrap.wrap("With `rounding: onnx` (YAML; the default for a quantized ONNX model) the helium "
+                               "kernels run their `_onnx` entry points (`_onnx_ties` where an accumulator can tie); "
+                               "where an ISA has no onnx twin these ops run a portable twin that rounds once, ties to "
+                               "even (kernel `portable_onnx` in the report): " + ", ".join(_twinned()) + ". "
+                               "Concatenation, LeakyRelu and Requantize map each int8 value through a table of "
+                               "onnxruntime's float32 arithmetic there (the LeakyRelu and Requantize tables also run "
+                               "the NEON / Helium look-ups).", 100)]
     return "\n".join(out) + "\n"
 
 
@@ -126,4 +127,5 @@ def _twinned() -> list[str]:
     """IR ops with a `rounding: onnx` portable twin (toolchain.ops.registry.rounding_twins)."""
     from toolchain.ops.registry import REGISTRY
 
-    return sorted(k.value for k, op in REGISTRY.items() if any(v.name.endswith("_onnx") for v in op.variants))
+    return sorted(k.value for k, op in REGISTRY.items()
+                  if any(v.isa == "portable" and v.name.endswith("_onnx") for v in op.variants))

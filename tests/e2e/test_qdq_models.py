@@ -118,7 +118,8 @@ def test_kws_dscnn_qdq(tmp_path: Path, edgecc, need_board, board: str, rounding:
           f"ort_exact_fraction {v['ort_exact_fraction']:.4f}")
     kernels = {op["kernel"] for op in report["ops"] if op["op_type"] != "Softmax"}
     if rounding is None:    # the default (onnx): ORT's values; measured 0 LSB on these samples
-        assert v["ort_max_abs_diff_lsb"] == 0 and kernels == {"portable_onnx"}
+        onnx_kernels = {"helium_onnx", "helium_1x1_onnx"} if board == "mps3-an547" else {"portable_onnx"}  # issue 13
+        assert v["ort_max_abs_diff_lsb"] == 0 and kernels == onnx_kernels
     else:                   # TFLM's double rounding is not ORT's: a few LSB are possible (the slow test measures it)
         assert v["ort_exact_fraction"] >= 0.98 and "portable_onnx" not in kernels
 

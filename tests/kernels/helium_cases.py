@@ -18,6 +18,7 @@ from helium_harness import Case
 from isa_cases import CONF, FAMILIES, _act, _requant, conformance_sets  # noqa: F401 - re-exported
 from toolchain.ops import add, conv2d, depthwise_conv2d, fully_connected
 from toolchain.isa import helium as hv
+from toolchain.isa.helium_rq import TFLM_MODES
 from toolchain.ops.common import Window
 from toolchain.ops.fixed_point import AddParams, add_params
 from toolchain.ops.pool2d import avg_pool2d_s8, max_pool2d_s8
@@ -27,7 +28,7 @@ ISA = "helium"
 
 def function(op: str, variant: str, mode: str) -> str:
     """The C entry point of a helium variant (isa/helium.helium_variant's naming rule)."""
-    return f"ecc_helium_{op}{'_' + variant if variant else ''}{'_relu' if mode == 'relu' else ''}_s8"
+    return f"ecc_helium_{op}{'_' + variant if variant else ''}{hv.TAILS[mode]}_s8"
 
 
 # ---- per-op case builders: every helium entry point that accepts the call ---------------------
@@ -35,7 +36,7 @@ def conv_cases(tag: str, x, w, bias, k: dict, expected) -> list[Case]:
     return isa_cases.planned_cases(ISA, tag, x, expected, (
         (function("conv2d", "1x1" if pointwise else "", mode),
          hv.conv_plan(k, x.shape, w, bias, expected.shape, mode=mode, pointwise=pointwise))
-        for pointwise in (True, False) for mode in hv.MODES))
+        for pointwise in (True, False) for mode in TFLM_MODES))
 
 
 def sparse_conv_cases(tag: str, x, w, bias, k: dict, expected) -> list[Case]:
@@ -43,19 +44,19 @@ def sparse_conv_cases(tag: str, x, w, bias, k: dict, expected) -> list[Case]:
     return isa_cases.planned_cases(ISA, tag, x, expected, (
         (function("conv2d", "1x1_sparse", mode),
          hv.conv_plan(k, x.shape, w, bias, expected.shape, mode=mode, pointwise=True, sparse=True))
-        for mode in hv.MODES))
+        for mode in TFLM_MODES))
 
 
 def depthwise_cases(tag: str, x, w, bias, k: dict, expected) -> list[Case]:
     return isa_cases.planned_cases(ISA, tag, x, expected, (
         (function("depthwise_conv2d", "", mode), hv.dw_plan(k, x.shape, w, bias, expected.shape, mode=mode))
-        for mode in hv.MODES))
+        for mode in TFLM_MODES))
 
 
 def fc_cases(tag: str, x, w, bias, k: dict, expected) -> list[Case]:
     return isa_cases.planned_cases(ISA, tag, x, expected, (
         (function("fully_connected", "", mode), hv.fc_plan(k, x.shape, w, bias, expected.shape, mode=mode))
-        for mode in hv.MODES))
+        for mode in TFLM_MODES))
 
 
 pool_cases = isa_cases.pool_cases_for(ISA, isa_cases.avg_window_fits_u8)

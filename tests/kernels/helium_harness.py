@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
+
 import isa_harness
 from isa_harness import GUARD, KERNELS, POOL_BYTES, Case, read_results  # noqa: F401 - re-exported
 
@@ -55,3 +57,15 @@ def run(elf: Path, cases: list[Case], work: Path, *, count: bool = False):
     if not count:
         return res
     return res, log
+
+
+def assert_exact(c: Case, result: tuple[int, bool, bytes]) -> None:
+    """One case's (return code, guards intact, output) from run(): 0, intact, and every byte the
+    expected one (the message names the function and the first differing output)."""
+    rc, guards, got = result
+    assert rc == 0, f"{c.function} returned {rc}"
+    assert guards, f"{c.function} wrote past its output or its scratch"
+    exp, out = np.frombuffer(c.expected, np.int8), np.frombuffer(got, np.int8)
+    bad = np.flatnonzero(out != exp)
+    assert bad.size == 0, f"{c.function}: {bad.size}/{exp.size} outputs differ, first at {bad[0]}: " \
+                          f"got {out[bad[0]]}, want {exp[bad[0]]}"

@@ -39,7 +39,9 @@ def results(firmware):
 def test_cases_cover_every_entry_point():
     """Each helium entry point of ecc_helium_kernels.h is exercised by at least one case, and the
     prototypes match the variants the op modules list."""
-    used = {c.function for c in CASES}
+    import helium_onnx_cases  # the rounding-onnx entry points: test_helium_onnx_rounding.py runs them
+
+    used = {c.function for c in CASES} | {c.function for c in helium_onnx_cases.random_cases()}
     protos = set(helium_harness.prototypes())
     assert protos <= used, protos - used
     names = {v.function for op in REGISTRY.values() for v in op.variants if v.isa == "helium"}
@@ -63,15 +65,7 @@ def test_conformance_set_has_a_helium_kernel(family, name):
 
 @pytest.mark.parametrize("index", range(len(CASES)), ids=[c.name for c in CASES])
 def test_helium_bit_exact(results, index):
-    rc, guards, got = results[index]
-    c = CASES[index]
-    assert rc == 0, f"{c.function} returned {rc}"
-    assert guards, f"{c.function} wrote past its output or its scratch"
-    exp = np.frombuffer(c.expected, np.int8)
-    out = np.frombuffer(got, np.int8)
-    bad = np.flatnonzero(out != exp)
-    assert bad.size == 0, f"{c.function}: {bad.size}/{exp.size} outputs differ, first at {bad[0]}: " \
-                          f"got {out[bad[0]]}, want {exp[bad[0]]}"
+    helium_harness.assert_exact(CASES[index], results[index])
 
 
 def test_kernels_have_no_static_data(firmware):
@@ -87,8 +81,8 @@ def test_kernels_have_no_static_data(firmware):
 # ---- offline parts --------------------------------------------------------------------------------
 def test_minus_128_weights():
     """BL-04: the GEMM kernels (VMLADAV: every product exact in 32 bits, none shares a 16-bit lane)
-    accept -128 weights; the depthwise kernel, which sums two products in one int16 lane, rejects
-    them, and the same call with the -128 replaced is accepted."""
+    accept -128 weights; the depthwise kernel, which sums two products in one int16 lane, takes them
+    with tap_pairs = 0 (every tap widened alone; argument 7), and 1 once the -128 is replaced."""
     rng = np.random.default_rng(4)
     x = rng.integers(-128, 128, (1, 5, 5, 8), dtype=np.int8)
     w = rng.integers(-127, 128, (4, 3, 3, 8), dtype=np.int8)
@@ -101,20 +95,24 @@ def test_minus_128_weights():
     assert hv.fc_plan(kf, (1, 8), w[:, 0, 0, :], None, (1, 4), mode="full") is not None
     wd = rng.integers(-127, 128, (1, 3, 3, 8), dtype=np.int8)
     kd = {**k, "depth_multiplier": 1, "out_mult": np.full(8, 1 << 30), "out_shift": np.full(8, -12)}
-    assert hv.dw_plan(kd, x.shape, wd, None, (1, 5, 5, 8), mode="relu") is not None
+    assert hv.dw_plan(kd, x.shape, wd, None, (1, 5, 5, 8), mode="relu")[0][7].value == 1
     wd[0, 0, 2, 5] = -128
-    assert hv.dw_plan(kd, x.shape, wd, None, (1, 5, 5, 8), mode="relu") is None
+    assert hv.dw_plan(kd, x.shape, wd, None, (1, 5, 5, 8), mode="relu")[0][7].value == 0
 
 
 def test_predicates_reject_inexact_requantization():
-    """A multiplier >= 1 (positive shift) or a shift below -31 has no helium kernel; the relu entry
-    point (no round-half-away fix-up) is offered only where the fix-up cannot change an output."""
+    """A multiplier >= 1 (positive shift) with an unnormalised multiplier or a shift below -31 has no
+    helium kernel; the relu entry point (no round-half-away fix-up) is offered only where the fix-up
+    cannot change an output; the fast onnx one only where no accumulator can tie (2^30 with shift -5:
+    16 times a weight sum of 16 can reach an odd multiple of 2^5)."""
     w = np.ones((4, 16), np.int8)
-    assert hv.fold(w, None, 0, [1 << 30], [1], 0, (-128, 127)) is None
+    assert hv.fold(w, None, 0, [1 << 29], [1], 0, (-128, 127)) is None
+    assert hv.fold(w, None, 0, [1 << 30], [1], 0, (-128, 127)).modes == ("onnx_ties",)
     assert hv.fold(w, None, 0, [1 << 30], [-32], 0, (-128, 127)) is None
-    assert hv.fold(w, None, 0, [1 << 30], [-5], 3, (-128, 127)).modes == ("full",)
-    assert hv.fold(w, None, 0, [1 << 30], [-5], 3, (3, 127)).modes == ("relu", "full")
-    assert hv.fold(w, None, 0, [1 << 30], [0], 3, (-128, 127)).modes == ("relu", "full")
+    assert hv.fold(w, None, 0, [1 << 30], [-5], 3, (-128, 127)).modes == ("full", "onnx_ties")
+    assert hv.fold(w, None, 0, [1 << 30], [-5], 3, (3, 127)).modes == ("relu", "full", "onnx_ties")
+    assert hv.fold(w, None, 0, [1 << 30], [0], 3, (-128, 127)).modes == ("relu", "full", "onnx_ties")
+    assert hv.fold(w, None, 0, [1234567891], [-9], 3, (-128, 127)).modes == ("full", "onnx", "onnx_ties")
 
 
 def test_fold_wraps_like_the_accumulator():

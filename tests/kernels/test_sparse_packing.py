@@ -149,6 +149,7 @@ def test_sparse_variants_come_first():
     names = [v.name for v in hv.CONV2D]
     assert names.index("helium_1x1_sparse") < names.index("helium_1x1")
     assert names.index("helium_1x1_sparse_relu") < names.index("helium_1x1_relu")
+    assert names.index("helium_1x1_sparse_onnx") < names.index("helium_1x1_onnx")
     names = [v.name for v in nv.CONV2D]
     order = ["neon_1x1_sparse_dot", "neon_1x1_dot", "neon_dot", "neon_1x1_sparse", "neon_1x1_sparse_nopair",
              "neon_1x1", "neon_1x1_nopair"]
@@ -157,8 +158,9 @@ def test_sparse_variants_come_first():
     assert set(sparse) == {"ecc_neon_conv2d_1x1_sparse_dot_s8", "ecc_neon_conv2d_1x1_sparse_s8",
                            "ecc_neon_conv2d_1x1_sparse_nopair_s8"}
     assert sparse["ecc_neon_conv2d_1x1_sparse_dot_s8"].requires == frozenset({"dotprod"})
-    assert {v.function for v in hv.CONV2D if "sparse" in v.name} == {"ecc_helium_conv2d_1x1_sparse_s8",
-                                                                     "ecc_helium_conv2d_1x1_sparse_relu_s8"}
+    assert {v.function for v in hv.CONV2D if "sparse" in v.name} == {
+        "ecc_helium_conv2d_1x1_sparse_s8", "ecc_helium_conv2d_1x1_sparse_relu_s8",
+        "ecc_helium_conv2d_1x1_sparse_onnx_s8", "ecc_helium_conv2d_1x1_sparse_onnx_ties_s8"}
 
 
 def test_sparse_dot_only_where_it_pays():

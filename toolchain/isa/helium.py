@@ -1,144 +1,92 @@
-"""The Helium (MVE) kernel variants for the Cortex-M55 (c_templates/kernels/helium/): offline weight
-re-packing, the input zero point folded into the bias, the requantization records, the predicates
-(when a variant is exact), scratch sizes and argument lists, and the KernelVariant tuples the op
-modules list. Every variant requires the board feature `mve` (KernelVariant.requires).
+"""The Helium (MVE) kernel variants for the Cortex-M55 (c_templates/kernels/helium/): the predicates
+(when a variant is exact, and why_not: the first reason it is not), scratch sizes and argument
+lists, and the KernelVariant tuples the op modules list; the offline weight re-packing and bias
+folding are helium_pack.py, the choice of requantization entry point helium_rq.py. Every variant
+requires the board feature `mve` (KernelVariant.requires).
 
 GEMM kernels (conv2d, conv2d_1x1, fully_connected) multiply with VMLADAV(A).S8: each product and
 sum is exact in 32 bits, no two products share a 16-bit lane, so weights of -128 are accepted
-(BL-04 does not apply). The depthwise kernel sums two products in one int16 lane and therefore
-requires every weight in [-127, 127] (checked on the actual weights).
+(BL-04 does not apply). The depthwise kernel sums two products in one int16 lane where every weight
+is in [-127, 127] (checked on the actual weights); a layer holding -128 runs the same kernel with
+every tap widened alone (tap_pairs = 0).
 
 Exactness: the accumulators are int32 and wrap like the portable kernels' int32 sums, so folding
 the input offset into the bias (mod 2^32) changes nothing; the vectorised requantization equals
 TFLite's MultiplyByQuantizedMultiplier for shifts in [-31, 0] and multipliers in [0, 2^31)
-(ecc_helium.h). The C side of these conventions is documented in c_templates/kernels/helium/ecc_helium.h.
+(ecc_helium.h), and under rounding "onnx" the `_onnx` entry points equal the portable `_onnx`
+twins where helium_rq.modes_and_reasons proves no tie can occur. Each variant's why_not gives the
+first reason it does not apply. The C side of these conventions is documented in
+c_templates/kernels/helium/ecc_helium.h.
 """
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
 from toolchain.ir import Graph, Node
-from toolchain.isa.packing import ConstantSplit, layer_constants, split_constants
+# the offline parts, also reached through this module (tests: hv.fold, hv.pack_gemm, hv.DW_LANES ...)
+from toolchain.isa.helium_pack import DW_LANES, Folded, fold, wrap32  # noqa: F401
+from toolchain.isa.helium_pack import (fold_or_reason, lane_safe, lanes_px, mode_reason, n_chunks, pack_depthwise,
+                                       pack_gemm, pack_sparse_gemm)
+from toolchain.isa.helium_rq import MODES, ONNX, ONNX_TIES, add_onnx_reason
+from toolchain.isa.packing import ConstantSplit, fold_bias, layer_constants, split_constants
 from toolchain.ops import add, conv2d, depthwise_conv2d, fully_connected
 from toolchain.ops.binary import needs_broadcast
-from toolchain.ops.registry import CArg, KernelVariant, OpKind, add_variants, tflm_only
+from toolchain.ops.fixed_point import graph_rounding, multiply_by_quantized_multiplier_rne
+from toolchain.ops.pool2d import AvgPool2D
+from toolchain.ops.registry import CArg, KernelVariant, OpKind, add_variants
 
 HELIUM_HEADERS = ("helium/ecc_helium_kernels.h", "helium/ecc_helium.h")
 MVE = frozenset({"mve"})
-MODES = ("relu", "full")  # requantization entry points: "relu" = ECC_HELIUM_NOFIX, "full" = ECC_HELIUM_FIX
-
-
-# ---- offline parts ----------------------------------------------------------------------------
-def wrap32(v) -> np.ndarray:
-    """int64 -> int32 with two's complement wrap-around (the C accumulator's arithmetic)."""
-    return ((np.asarray(v, np.int64) + 2**31) % 2**32 - 2**31).astype(np.int32)
-
-
-def lane_safe(w: np.ndarray) -> bool:
-    """Every weight in [-127, 127]: two products of one int16 lane stay exact
-    (|x w + x' w'| <= 2 * 128 * 127 < 2^15). BL-04: imported weights may hold -128."""
-    return bool(w.size == 0 or int(np.min(w)) >= -127)
-
-
-@dataclass(frozen=True)
-class Folded:
-    """A layer's offline requantization for the helium kernels.
-
-    bias: int32, bias + input_offset * sum(w) wrapped; mult, shift: int32 per channel (shift <= 0,
-    the VRSHL amount); modes: the entry points that are exact for this layer ("relu": the clamp
-    starts at or above the output zero point, or no live channel shifts, so the round-half-away
-    fix-up cannot change an output; "full": always)."""
-
-    bias: np.ndarray
-    mult: np.ndarray
-    shift: np.ndarray
-    modes: tuple[str, ...]
-
-
-def fold(w2d: np.ndarray, bias: np.ndarray | None, input_offset: int, mult, shift, output_offset: int,
-         act_range: tuple[int, int]) -> Folded | None:
-    """Fold the input offset into the bias of a layer whose output channel o computes
-    sum_k x_k * w2d[o, k] over raw int8 x; None when the requantization is outside what the kernels
-    do exactly (a multiplier >= 1, i.e. a positive shift, a shift below -31, or a multiplier outside
-    [0, 2^31))."""
-    o = w2d.shape[0]
-    mult = np.broadcast_to(np.asarray(mult, np.int64).reshape(-1), (o,))
-    shift = np.broadcast_to(np.asarray(shift, np.int64).reshape(-1), (o,))
-    if np.any(shift > 0) or np.any(shift < -31) or np.any(mult < 0) or np.any(mult >= 2**31):
-        return None
-    b = np.zeros(o, np.int64) if bias is None else np.asarray(bias, np.int64).reshape(-1)
-    b = wrap32(b + int(input_offset) * w2d.astype(np.int64).sum(axis=1))
-    live = mult != 0
-    relu = act_range[0] >= output_offset or not np.any(shift[live] != 0)
-    return Folded(b, mult.astype(np.int32), shift.astype(np.int32), (("relu",) if relu else ()) + ("full",))
-
-
-def n_chunks(k: int) -> int:
-    """16-byte chunks of a GEMM row of k int8 (at least one)."""
-    return max(1, -(-k // 16))
-
-
-def _words(values) -> np.ndarray:
-    """int32 values as little-endian int8 bytes."""
-    return wrap32(values).astype("<i4").view(np.int8)
-
-
-def pack_gemm(w2d: np.ndarray, f: Folded) -> np.ndarray:
-    """[O, K] int8 + its Folded -> the quad-packed GEMM blob (ecc_helium.h), int8: per quad of output
-    channels, per 16-k chunk the four channels' 16 int8, then bias'[4], mult[4], shift[4] (int32);
-    K zero-padded to whole chunks, O to whole quads (padding channels: all zero)."""
-    o, k = w2d.shape
-    nk, op = n_chunks(k), -(-o // 4) * 4
-    wp = np.zeros((op, 16 * nk), np.int8)
-    wp[:o, :k] = w2d
-    rec = np.zeros((3, op), np.int64)
-    rec[0, :o], rec[1, :o], rec[2, :o] = f.bias, f.mult, f.shift
-    parts = []
-    for q in range(op // 4):
-        parts += [wp[4 * q:4 * q + 4].reshape(4, nk, 16).transpose(1, 0, 2).reshape(-1),
-                  _words(rec[:, 4 * q:4 * q + 4].reshape(-1))]
-    return np.concatenate(parts)
-
-
-def pack_sparse_gemm(w2d: np.ndarray, f: Folded, split: ConstantSplit) -> np.ndarray:
-    """The blob of helium conv2d_1x1_sparse (channels proven constant neither stored nor computed),
-    int8: the constant row (split.row: each constant channel's value, 0 at live channels) zero-padded
-    to a multiple of 16, then pack_gemm of the live rows only (their order kept, out_c padded to
-    whole quads by repeating the last live row: its output is stored twice at one place), each quad
-    followed by its four output channels as uint32 (the scatter store's byte offsets)."""
-    n = split.live.size
-    if n == 0:
-        return split.row_padded(16)
-    idx = np.concatenate([split.live, np.full(-n % 4, split.live[-1])])
-    dense = pack_gemm(w2d[idx], replace(f, bias=f.bias[idx], mult=f.mult[idx], shift=f.shift[idx]))
-    quad = dense.size // (idx.size // 4)
-    parts = [split.row_padded(16)]
-    for q in range(idx.size // 4):
-        parts += [dense[q * quad:(q + 1) * quad], _words(idx[4 * q:4 * q + 4])]
-    return np.concatenate(parts)
+# requantization entry points (helium_rq): "relu" = ECC_HELIUM_NOFIX, "full" = ECC_HELIUM_FIX (rounding
+# tflm), "onnx" = ECC_HELIUM_RNE (rounding onnx)
+Plan = tuple[list[CArg], int]  # (argument list, scratch bytes)
 
 
 # ---- variant factory ----------------------------------------------------------------------------
+TAILS = {"relu": "_relu", "full": "", ONNX: "_onnx", ONNX_TIES: "_onnx_ties", "any": ""}
+
+
+def rounding_of(mode: str) -> str | None:
+    """The model rounding (YAML `rounding`) an entry point of requantization `mode` serves (None: an
+    op without rounding, mode "any")."""
+    return None if mode == "any" else "onnx" if mode in (ONNX, ONNX_TIES) else "tflm"
+
+
 def helium_variant(op: str, variant: str = "", *, mode: str = "full", applies: Callable[[Node, Graph], bool],
                    scratch_bytes: Callable[[Node, Graph], int] = lambda n, g: 0,
-                   args: Callable[[Node, Graph], list[CArg]] | None = None, **kw: Any) -> KernelVariant:
+                   args: Callable[[Node, Graph], list[CArg]] | None = None,
+                   why_not: Callable[[Node, Graph], str | None] = lambda n, g: None, **kw: Any) -> KernelVariant:
     """The helium/<op>[_<variant>]_s8.c.j2 entry point for one requantization mode: function
-    ecc_helium_<op>[_<variant>][_relu]_s8, reported as kernel "helium[_<variant>][_relu]"."""
+    ecc_helium_<op>[_<variant>][_relu|_onnx|_onnx_ties]_s8, reported as kernel "helium[_<variant>][<same>]",
+    applying only to graphs of its rounding (fixed_point.graph_rounding); why_not: the first reason
+    it does not apply (the graph's rounding, then the given why_not)."""
     stem = f"{op}_{variant}" if variant else op
-    tail = "_relu" if mode == "relu" else ""
+    tail, rounding = TAILS[mode], rounding_of(mode)
+
+    def reason(n: Node, g: Graph) -> str | None:
+        if rounding is not None and graph_rounding(g) != rounding:
+            return f"the model's rounding is {graph_rounding(g)}, this kernel rounds as {rounding}"
+        return why_not(n, g)
+
     return KernelVariant(f"helium{'_' + variant if variant else ''}{tail}", "helium", f"helium/{stem}_s8.c.j2",
-                         f"ecc_helium_{stem}{tail}_s8", tflm_only(applies), scratch_bytes, args, HELIUM_HEADERS,
-                         requires=MVE, **kw)
+                         f"ecc_helium_{stem}{tail}_s8",
+                         lambda n, g: rounding in (None, graph_rounding(g)) and applies(n, g),
+                         scratch_bytes, args, HELIUM_HEADERS, requires=MVE, why_not=reason, **kw)
 
 
-def _plan_variant(op: str, variant: str, mode: str, plan: Callable[[Node, Graph], tuple[list[CArg], int] | None],
+def _plan_variant(op: str, variant: str, mode: str, plan: Callable[[Node, Graph], Plan | str],
                   **kw: Any) -> KernelVariant:
-    return helium_variant(op, variant, mode=mode, applies=lambda n, g: plan(n, g) is not None,
-                          scratch_bytes=lambda n, g: plan(n, g)[1], args=lambda n, g: plan(n, g)[0], **kw)
+    """A variant from a plan: (argument list, scratch bytes) when it applies, else the reason."""
+    return helium_variant(op, variant, mode=mode, applies=lambda n, g: not isinstance(plan(n, g), str),
+                          scratch_bytes=lambda n, g: plan(n, g)[1], args=lambda n, g: plan(n, g)[0],
+                          why_not=lambda n, g: r if isinstance(r := plan(n, g), str) else None, **kw)
+
+
+def _plan_or_none(plan: Plan | str) -> Plan | None:
+    return None if isinstance(plan, str) else plan
 
 
 def _bias(node: Node, graph: Graph) -> np.ndarray | None:
@@ -146,34 +94,61 @@ def _bias(node: Node, graph: Graph) -> np.ndarray | None:
 
 
 # ---- conv2d: pointwise (rows straight from the input) and general (im2col) ----------------------
-def conv_plan(k: dict, x_shape: tuple[int, ...], w: np.ndarray, bias: np.ndarray | None, y_shape: tuple[int, ...], *,
-              mode: str, pointwise: bool, x: str = "input", y: str = "output",
-              sparse: bool = False) -> tuple[list[CArg], int] | None:
+def _sparse_split(w2d: np.ndarray, bias: np.ndarray | None, k: dict, mode: str) -> ConstantSplit | str:
+    """The constant channels of a 1x1 layer (packing.layer_constants, TFLM rounding), their row values
+    re-derived with onnx's rounding for mode "onnx" (both monotone in the accumulator: a channel is
+    constant iff its two extreme accumulators agree; a channel constant under one rounding but not
+    the other leaves the layer to the dense kernel); the reason when there is none."""
+    act = (k["act_min"], k["act_max"])
+    split = split_constants(layer_constants(w2d, bias, k["input_offset"], k["out_mult"], k["out_shift"],
+                                            k["output_offset"], act))
+    if split is None:
+        return "no output channel is constant"
+    if rounding_of(mode) != "onnx":
+        return split
+    o = w2d.shape[0]
+    mult = np.broadcast_to(np.asarray(k["out_mult"], np.int64).reshape(-1), (o,))
+    shift = np.broadcast_to(np.asarray(k["out_shift"], np.int64).reshape(-1), (o,))
+    w = w2d.astype(np.int64)
+    b = np.where(mult != 0, fold_bias(w2d, bias, k["input_offset"]), 0)
+    ends = [np.clip(multiply_by_quantized_multiplier_rne(b + np.where(w > 0, e * w, (-1 - e) * w).sum(axis=1), mult,
+                                                         shift) + int(k["output_offset"]), *act) for e in (-128, 127)]
+    const = np.setdiff1d(np.arange(o), split.live)
+    if np.any(ends[0][const] != ends[1][const]):
+        return "a channel constant under TFLM rounding is not constant under onnx rounding"
+    row = split.row.copy()
+    row[const] = ends[0][const]
+    return ConstantSplit(split.live, row)
+
+
+def conv_plan_or_reason(k: dict, x_shape: tuple[int, ...], w: np.ndarray, bias: np.ndarray | None,
+                        y_shape: tuple[int, ...], *, mode: str, pointwise: bool, x: str = "input", y: str = "output",
+                        sparse: bool = False) -> Plan | str:
     """(argument list, scratch bytes) of helium conv2d_1x1 (pointwise) or conv2d for requantization
-    `mode`, given the conv2d_s8 keyword arguments `k`, OHWI weights and the tensor names x, y; None
-    when that entry point does not apply: grouped conv, a requantization it cannot do exactly, or
-    for the 1x1 kernel a kernel other than 1x1 or padding. sparse (pointwise only:
-    conv2d_1x1_sparse): the live output channels only, the ones proven constant
+    `mode`, given the conv2d_s8 keyword arguments `k`, OHWI weights and the tensor names x, y; the
+    reason (user's words) when that entry point does not apply: grouped conv, a requantization it
+    cannot do exactly, or for the 1x1 kernel a kernel other than 1x1 or padding. sparse (pointwise
+    only: conv2d_1x1_sparse): the live output channels only, the ones proven constant
     (packing.layer_constants) written from a row (pack_sparse_gemm; the live count is one more
-    argument before the blob, whose CArg.skipped counts the parameters not stored); None when no
+    argument before the blob, whose CArg.skipped counts the parameters not stored); not when no
     channel is constant (such layers keep the dense kernel and its C)."""
     cin, (oh, ow) = x_shape[3], y_shape[1:3]
     if w.shape[3] != cin:
-        return None
-    if pointwise and (w.shape[1:3] != (1, 1) or any(k["pad"])
-                      or (oh - 1) * k["stride"][0] >= x_shape[1] or (ow - 1) * k["stride"][1] >= x_shape[2]):
-        return None
+        return "grouped convolution"
+    if pointwise and (w.shape[1:3] != (1, 1) or any(k["pad"])):
+        return "not a 1x1 kernel without padding"
+    if pointwise and ((oh - 1) * k["stride"][0] >= x_shape[1] or (ow - 1) * k["stride"][1] >= x_shape[2]):
+        return "the output reads past the input"
     w2d = w.reshape(w.shape[0], -1)
-    f = fold(w2d, bias, k["input_offset"], k["out_mult"], k["out_shift"], k["output_offset"],
-             (k["act_min"], k["act_max"]))
-    if f is None or mode not in f.modes:
-        return None
+    f = fold_or_reason(w2d, bias, k["input_offset"], k["out_mult"], k["out_shift"], k["output_offset"],
+                       (k["act_min"], k["act_max"]))
+    if (why := mode_reason(f, mode)) is not None:
+        return why
     quant = [k["output_offset"], k["act_min"], k["act_max"]]
     if sparse:
-        split = split_constants(layer_constants(w2d, bias, k["input_offset"], k["out_mult"], k["out_shift"],
-                                                k["output_offset"], (k["act_min"], k["act_max"]))) if pointwise else None
-        if split is None:
-            return None
+        split = _sparse_split(w2d, bias, k, mode) if pointwise else "not a 1x1 kernel without padding"
+        if isinstance(split, str):
+            return split
         args = [*map(CArg.lit, [*k["stride"], *quant, *x_shape]), CArg("act", x), CArg.lit(split.live.size),
                 CArg("array", pack_sparse_gemm(w2d, f, split), "wpack", split.skipped(cin, bias is not None)),
                 *map(CArg.lit, y_shape[1:]), CArg("act", y)]
@@ -188,14 +163,18 @@ def conv_plan(k: dict, x_shape: tuple[int, ...], w: np.ndarray, bias: np.ndarray
     return args, 2 * (16 * n_chunks(w2d.shape[1]) + 16)  # two im2col rows, 16 bytes of slack each
 
 
-def _conv_node(mode: str, pointwise: bool,
-               sparse: bool = False) -> Callable[[Node, Graph], tuple[list[CArg], int] | None]:
+def conv_plan(*args: Any, **kw: Any) -> Plan | None:
+    """conv_plan_or_reason, None instead of a reason."""
+    return _plan_or_none(conv_plan_or_reason(*args, **kw))
+
+
+def _conv_node(mode: str, pointwise: bool, sparse: bool = False) -> Callable[[Node, Graph], Plan | str]:
     def plan(node: Node, graph: Graph):
         if node.attrs.groups != 1:
-            return None
+            return "grouped convolution"
         x, w, y = graph.t(node.inputs[0]), graph.t(node.inputs[1]), graph.t(node.outputs[0])
-        return conv_plan(conv2d.s8_kwargs(node, graph), x.shape, w.data, _bias(node, graph), y.shape, mode=mode,
-                         pointwise=pointwise, x=x.name, y=y.name, sparse=sparse)
+        return conv_plan_or_reason(conv2d.s8_kwargs(node, graph), x.shape, w.data, _bias(node, graph), y.shape,
+                                   mode=mode, pointwise=pointwise, x=x.name, y=y.name, sparse=sparse)
     return plan
 
 
@@ -206,27 +185,32 @@ CONV2D = (tuple(_plan_variant("conv2d", "1x1_sparse", mode, _conv_node(mode, Tru
 
 
 # ---- fully connected -----------------------------------------------------------------------------
-def fc_plan(k: dict, x_shape: tuple[int, ...], w: np.ndarray, bias: np.ndarray | None, y_shape: tuple[int, ...], *,
-            mode: str, x: str = "input", y: str = "output") -> tuple[list[CArg], int] | None:
+def fc_plan_or_reason(k: dict, x_shape: tuple[int, ...], w: np.ndarray, bias: np.ndarray | None,
+                      y_shape: tuple[int, ...], *, mode: str, x: str = "input", y: str = "output") -> Plan | str:
     """(argument list, scratch bytes) of helium fully_connected for the fully_connected_s8 keyword
-    arguments `k` and [O, K] weights; None when it does not apply (a weight zero point or a
+    arguments `k` and [O, K] weights; the reason when it does not apply (a weight zero point or a
     requantization it cannot do exactly)."""
     if k["filter_offset"] != 0:
-        return None
-    f = fold(w, bias, k["input_offset"], k["out_mult"], k["out_shift"], k["output_offset"],
-             (k["act_min"], k["act_max"]))
-    if f is None or mode not in f.modes:
-        return None
+        return "a non-zero weight zero point"
+    f = fold_or_reason(w, bias, k["input_offset"], k["out_mult"], k["out_shift"], k["output_offset"],
+                       (k["act_min"], k["act_max"]))
+    if (why := mode_reason(f, mode)) is not None:
+        return why
     args = [*map(CArg.lit, [k["output_offset"], k["act_min"], k["act_max"], *x_shape]), CArg("act", x),
             CArg("array", pack_gemm(w, f), "wpack"), CArg.lit(y_shape[1]), CArg("act", y)]
     return args, (2 * 16 * n_chunks(w.shape[1]) if w.shape[1] % 16 else 0)  # rows staged when K % 16 != 0
 
 
-def _fc_node(mode: str) -> Callable[[Node, Graph], tuple[list[CArg], int] | None]:
+def fc_plan(*args: Any, **kw: Any) -> Plan | None:
+    """fc_plan_or_reason, None instead of a reason."""
+    return _plan_or_none(fc_plan_or_reason(*args, **kw))
+
+
+def _fc_node(mode: str) -> Callable[[Node, Graph], Plan | str]:
     def plan(node: Node, graph: Graph):
         x, w, y = graph.t(node.inputs[0]), graph.t(node.inputs[1]), graph.t(node.outputs[0])
-        return fc_plan(fully_connected.s8_kwargs(node, graph), x.shape, w.data, _bias(node, graph), y.shape,
-                       mode=mode, x=x.name, y=y.name)
+        return fc_plan_or_reason(fully_connected.s8_kwargs(node, graph), x.shape, w.data, _bias(node, graph),
+                                 y.shape, mode=mode, x=x.name, y=y.name)
     return plan
 
 
@@ -234,62 +218,39 @@ FULLY_CONNECTED = tuple(_plan_variant("fully_connected", "", mode, _fc_node(mode
 
 
 # ---- depthwise conv2d ------------------------------------------------------------------------------
-DW_LANES = np.array([0, 4, 8, 12, 2, 6, 10, 14, 1, 5, 9, 13, 3, 7, 11, 15])  # ecc_helium_dw_group's lanes
-
-
-def lanes_px(c: int, stride_w: int) -> int:
-    """Output pixels per 16-lane vector of the depthwise kernel: 16 / c for c in 1, 2, 4, 8 at
-    stride_w 1 (neighbouring pixels are contiguous), else 1 (16 channels per vector)."""
-    return 16 // c if c in (1, 2, 4, 8) and stride_w == 1 else 1
-
-
-def pack_depthwise(w: np.ndarray, f: Folded, px: int = 1) -> np.ndarray:
-    """[1, KH, KW, C] int8 + its Folded -> the depthwise blob (ecc_helium.h), int8: per group of 16
-    lanes bias', mult and shift as int32 in the accumulator lane order DW_LANES (64 bytes each),
-    then per tap the group's 16 int8. px = 1: lane l of group g is channel 16 g + l, zero-padded to
-    whole groups; px > 1 (px * C == 16): one group, lane l is channel l % C of pixel l // C."""
-    taps = w.reshape(-1, w.shape[3])
-    rec = np.stack([f.bias, f.mult, f.shift]).astype(np.int64)
-    if px > 1:
-        taps, rec = np.tile(taps, (1, px)), np.tile(rec, (1, px))
-    cp = -(-taps.shape[1] // 16) * 16
-    wp = np.zeros((taps.shape[0], cp), np.int8)
-    wp[:, :taps.shape[1]] = taps
-    recp = np.zeros((3, cp), np.int64)
-    recp[:, :rec.shape[1]] = rec
-    parts = []
-    for g in range(cp // 16):
-        parts += [_words(recp[:, 16 * g:16 * g + 16][:, DW_LANES].reshape(-1)), wp[:, 16 * g:16 * g + 16].reshape(-1)]
-    return np.concatenate(parts)
-
-
-def dw_plan(k: dict, x_shape: tuple[int, ...], w: np.ndarray, bias: np.ndarray | None, y_shape: tuple[int, ...], *,
-            mode: str, x: str = "input", y: str = "output") -> tuple[list[CArg], int] | None:
+def dw_plan_or_reason(k: dict, x_shape: tuple[int, ...], w: np.ndarray, bias: np.ndarray | None,
+                      y_shape: tuple[int, ...], *, mode: str, x: str = "input", y: str = "output") -> Plan | str:
     """(argument list, scratch bytes) of helium depthwise_conv2d for requantization `mode`, given the
-    depthwise_conv2d_s8 keyword arguments `k` and [1, KH, KW, C] weights; None when it does not apply:
-    a depth multiplier other than 1, a -128 weight (two products share an int16 lane: BL-04), or a
-    requantization it cannot do exactly."""
+    depthwise_conv2d_s8 keyword arguments `k` and [1, KH, KW, C] weights; the reason when it does not
+    apply: a depth multiplier other than 1, or a requantization it cannot do exactly. Weights
+    holding -128 set tap_pairs = 0 (no int16 pair sums: BL-04)."""
     _, kh, kw, c = w.shape
-    if k["depth_multiplier"] != 1 or not lane_safe(w):
-        return None
-    f = fold(w.reshape(-1, c).T, bias, k["input_offset"], k["out_mult"], k["out_shift"], k["output_offset"],
-             (k["act_min"], k["act_max"]))
-    if f is None or mode not in f.modes:
-        return None
+    if k["depth_multiplier"] != 1:
+        return f"depth multiplier {k['depth_multiplier']}"
+    f = fold_or_reason(w.reshape(-1, c).T, bias, k["input_offset"], k["out_mult"], k["out_shift"],
+                       k["output_offset"], (k["act_min"], k["act_max"]))
+    if (why := mode_reason(f, mode)) is not None:
+        return why
     px = lanes_px(c, k["stride"][1])
-    args = [*map(CArg.lit, [*k["stride"], *k["pad"], *k["dilation"], px, -k["input_offset"], k["output_offset"],
-                            k["act_min"], k["act_max"], *x_shape]), CArg("act", x), *map(CArg.lit, (kh, kw)),
-            CArg("array", pack_depthwise(w, f, px), "wpack"), *map(CArg.lit, y_shape[1:]), CArg("act", y)]
+    args = [*map(CArg.lit, [*k["stride"], *k["pad"], *k["dilation"], px, int(lane_safe(w)), -k["input_offset"],
+                            k["output_offset"], k["act_min"], k["act_max"], *x_shape]), CArg("act", x),
+            *map(CArg.lit, (kh, kw)), CArg("array", pack_depthwise(w, f, px), "wpack"), *map(CArg.lit, y_shape[1:]),
+            CArg("act", y)]
     # tap offsets, then k_h input rows padded with the zero point (16 bytes of slack each)
     wp = (y_shape[2] - 1) * k["stride"][1] + (kw - 1) * k["dilation"][1] + 1
     return args, -(-4 * kh * kw // 16) * 16 + kh * ((wp * c + 31) // 16 * 16)
 
 
-def _dw_node(mode: str) -> Callable[[Node, Graph], tuple[list[CArg], int] | None]:
+def dw_plan(*args: Any, **kw: Any) -> Plan | None:
+    """dw_plan_or_reason, None instead of a reason."""
+    return _plan_or_none(dw_plan_or_reason(*args, **kw))
+
+
+def _dw_node(mode: str) -> Callable[[Node, Graph], Plan | str]:
     def plan(node: Node, graph: Graph):
         x, w, y = graph.t(node.inputs[0]), graph.t(node.inputs[1]), graph.t(node.outputs[0])
-        return dw_plan(depthwise_conv2d.s8_kwargs(node, graph), x.shape, w.data, _bias(node, graph), y.shape,
-                       mode=mode, x=x.name, y=y.name)
+        return dw_plan_or_reason(depthwise_conv2d.s8_kwargs(node, graph), x.shape, w.data, _bias(node, graph),
+                                 y.shape, mode=mode, x=x.name, y=y.name)
     return plan
 
 
@@ -304,22 +265,47 @@ def add_exact(p) -> bool:
     """Whether helium/add is exact for AddParams p: its tables and requantization are TFLite's
     MultiplyByQuantizedMultiplier for shifts in [-31, 0] and multipliers in [0, 2^31) (a left shift
     up to 23 keeps (x + offset) << left_shift inside int32)."""
+    return _add_reason(p) is None
+
+
+def _add_reason(p) -> str | None:
     shifts = (p.input1_shift, p.input2_shift, p.output_shift)
     mults = (p.input1_mult, p.input2_mult, p.output_mult)
-    return (0 <= p.left_shift <= 23 and all(-31 <= s <= 0 for s in shifts)
-            and all(0 <= m < 2**31 for m in mults))
+    if not (0 <= p.left_shift <= 23 and all(-31 <= s <= 0 for s in shifts) and all(0 <= m < 2**31 for m in mults)):
+        return "an input or output scale ratio outside what its fixed-point tables hold"
+    return None
 
 
-def _add_applies(node: Node, graph: Graph) -> bool:
-    return (not needs_broadcast(node, graph) and graph.t(node.outputs[0]).size >= ADD_MIN_SIZE
-            and add_exact(add.params(node, graph)[0]))
+def add_why_not(p, mode: str) -> str | None:
+    """Why helium/add (mode "full") or add_onnx (mode "onnx") is not exact for AddParams p (None: it is)."""
+    return _add_reason(p) or (add_onnx_reason(p) if mode == ONNX else None)
+
+
+def _add_node(mode: str) -> Callable[[Node, Graph], str | None]:
+    def why_not(node: Node, graph: Graph) -> str | None:
+        if needs_broadcast(node, graph):
+            return "the inputs broadcast"
+        if graph.t(node.outputs[0]).size < ADD_MIN_SIZE:
+            return f"fewer than {ADD_MIN_SIZE} elements (the tables cost more than they save)"
+        return add_why_not(add.params(node, graph)[0], mode)
+    return why_not
+
+
+def _avg_why_not(node: Node, graph: Graph) -> str | None:
+    return "a window of more than 255 cells" if np.prod(node.attrs.window.kernel) > 255 else None
 
 
 # like the portable flat kernel, the output may alias an input
-ADD = (helium_variant("add", applies=_add_applies, scratch_bytes=lambda n, g: 2 * 256 * 4, inplace_inputs=(0, 1)),)
-# avg: 16 channels summed in int16 lanes, exact while a window holds at most 255 cells
-AVG_POOL2D = (helium_variant("avg_pool2d", applies=lambda n, g: np.prod(n.attrs.window.kernel) <= 255),)
-MAX_POOL2D = (helium_variant("max_pool2d", applies=lambda n, g: True),)
+ADD = tuple(helium_variant("add", mode=mode, applies=lambda n, g, w=_add_node(mode): w(n, g) is None,
+                           why_not=_add_node(mode), scratch_bytes=lambda n, g: 2 * 256 * 4, inplace_inputs=(0, 1))
+            for mode in ("full", ONNX))
+# avg: 16 channels summed in int16 lanes, exact while a window holds at most 255 cells; the onnx twin takes the
+# portable twin's arguments (the padding worth the zero point)
+AVG_POOL2D = (helium_variant("avg_pool2d", applies=lambda n, g: _avg_why_not(n, g) is None, why_not=_avg_why_not),
+              helium_variant("avg_pool2d", mode=ONNX, applies=lambda n, g: _avg_why_not(n, g) is None,
+                             why_not=_avg_why_not, args=lambda n, g: AvgPool2D()._onnx_args(n, g)))
+# no rounding: one entry point for both
+MAX_POOL2D = (helium_variant("max_pool2d", mode="any", applies=lambda n, g: True),)
 
 
 add_variants(OpKind.CONV2D, *CONV2D)

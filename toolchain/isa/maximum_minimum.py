@@ -32,7 +32,12 @@ def variant(isa: str, op: str) -> KernelVariant:
     """ecc_<isa>_<op>_s8 of <isa>/maximum_minimum_s8.c.j2, reported as kernel "<isa>"."""
     headers, requires = ISAS[isa]
     return KernelVariant(isa, isa, f"{isa}/maximum_minimum_s8.c.j2", f"ecc_{isa}_{op}_s8", raw_compare,
-                         lambda n, g: 0, None, headers, requires=requires)
+                         lambda n, g: 0, None, headers, requires=requires, why_not=_why_not)
+
+
+def _why_not(node: Node, graph: Graph) -> str | None:
+    """KernelVariant.why_not of every ISA's maximum / minimum."""
+    return None if raw_compare(node, graph) else "an input's scale or zero point differs from the output's"
 
 
 for _isa in ISAS:

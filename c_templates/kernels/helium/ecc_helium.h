@@ -18,6 +18,21 @@
  *   to negative values with a non-zero shift first. NOFIX skips it where it cannot matter: a
  *   negative high product gives at most output_offset either way, and the layer clamps at
  *   act_min >= output_offset (ReLU-like ranges), or no channel shifts.
+ * - Rounding "onnx" (ECC_HELIUM_RNE, the `_onnx` entry points): x * mult * 2^(shift - 31) rounded
+ *   once, ties to even (ecc_multiply_by_quantized_multiplier_rne), for shifts in [-31, -1]. With
+ *   p = x * mult and s = -shift >= 1, vqdmulh gives h = floor(p / 2^31) (exact: mult >= 0, so never
+ *   the one saturating pair) and vrshl(h, -s) = floor((h + 2^(s-1)) / 2^s) = floor((p + 2^(30+s)) /
+ *   2^(31+s)), the real value rounded half up: the low 31 bits of p cannot carry into bit 31+s.
+ *   Half up equals ties to even except at exact ties, p an odd multiple of 2^(30+s), i.e. x an odd
+ *   multiple of 2^(30+s-v) with v the trailing zero bits of mult: toolchain/isa/helium_rq.py
+ *   offers the entry point only for layers whose accumulators are bounded below that (no tie can
+ *   occur), so the epilogue is two instructions, like ECC_HELIUM_NOFIX.
+ * - ECC_HELIUM_RNE_TIES (the `_onnx_ties` entry points, any layer): the same, minus 1 at a tie whose
+ *   lower neighbour is even: l = vmul (the low 32 bits of p) has its low 31 bits zero and the low
+ *   s + 1 bits of h are 2^(s-1) (h << (31 - s) == 2^30). A shift >= 0 (s < 1) first multiplies x by
+ *   2^(shift + 1) with saturation (then s = 1): a saturated x has |x| >= 2^(30 - shift), so with a
+ *   multiplier >= 2^30 (checked offline) the real result is at least 2^29 in magnitude, and the
+ *   saturated one too, with the same sign: both clamp to the same int8 bound.
  * Vector loads are 16-byte VLDRB (any alignment); VLDRW of the weight blobs needs them word
  * aligned (the blobs are 16-byte aligned and every record is a multiple of 16 bytes).
  */
@@ -29,6 +44,8 @@
 
 #define ECC_HELIUM_NOFIX 0
 #define ECC_HELIUM_FIX 1
+#define ECC_HELIUM_RNE 2
+#define ECC_HELIUM_RNE_TIES 3
 
 /* n int8 from src to dst, a tail-predicated low-overhead loop (16 bytes per iteration) */
 static inline void ecc_helium_copy(int8_t *dst, const int8_t *src, int32_t n)
@@ -70,12 +87,28 @@ static inline int32x4_t ecc_helium_pack4(int32_t a, int32_t b, int32_t c, int32_
     return v;
 }
 
-/* High product and rounding shift of TFLite's MultiplyByQuantizedMultiplier (shift <= 0): ne holds
- * the shifts (= -exponent). */
+/* High product and rounding shift of TFLite's MultiplyByQuantizedMultiplier (shift <= 0), or with
+ * fix = ECC_HELIUM_RNE the single rounding of rounding "onnx" (no ties, see above): ne holds the
+ * shifts (= -exponent). */
 static inline __attribute__((always_inline)) int32x4_t ecc_helium_mbqm(int32x4_t acc, int32x4_t mult, int32x4_t ne,
                                                                        const int fix)
 {
-    int32x4_t v = vqrdmulhq_s32(acc, mult);
+    int32x4_t v;
+    if (fix == ECC_HELIUM_RNE) {
+        return vrshlq_s32(vqdmulhq_s32(acc, mult), ne);
+    }
+    if (fix == ECC_HELIUM_RNE_TIES) {
+        const int32x4_t ns = vminq_s32(ne, vdupq_n_s32(-1)); /* -s, s >= 1 */
+        const int32x4_t x = vqshlq_s32(acc, vmaxq_s32(vaddq_n_s32(ne, 1), vdupq_n_s32(0)));
+        const int32x4_t h = vqdmulhq_s32(x, mult);
+        /* z == 0 exactly at a tie to step down; clz(z) >> 5 is then 1, else 0 (predicated forms of this
+         * test make GCC 12 fail with an internal compiler error) */
+        const int32x4_t z = vorrq_s32(vshlq_n_s32(vmulq_s32(x, mult), 1),
+                                      veorq_s32(vshlq_s32(h, vaddq_n_s32(ns, 31)), vdupq_n_s32(0x40000000)));
+        v = vrshlq_s32(h, ns);
+        return vsubq_s32(v, vreinterpretq_s32_u32(vshrq_n_u32(vreinterpretq_u32_s32(vclzq_s32(z)), 5)));
+    }
+    v = vqrdmulhq_s32(acc, mult);
     if (fix) {
         v = vaddq_s32(v, vshrq_n_s32(vandq_s32(v, ne), 31));
     }
@@ -144,7 +177,7 @@ typedef struct {
 /* One GEMM pass of two rows over every quad of output channels, requantization and stores
  * included (the last quad predicated). o (r1) walks row 0's outputs; the byte stores of 32-bit
  * lanes need low registers: o, and the accumulator a0 (r0), free by then. */
-#define ECC_HELIUM_GEMM2_ASM(FIX, STORE)                                                          \
+#define ECC_HELIUM_GEMM2_ASM(MUL, FIX, STORE)                                                          \
     "9:\n\t"                                                                               \
     "ldr %[l0], [%[cfg]]\n\t"                                                              \
     "ldr %[l1], [%[cfg], #4]\n\t"                                                          \
@@ -159,8 +192,8 @@ typedef struct {
     "vadd.i32 q0, q0, q2\n\t"                                                              \
     "vadd.i32 q1, q1, q2\n\t"                                                              \
     "vldrw.32 q2, [%[w]], #16\n\t"                                                         \
-    "vqrdmulh.s32 q0, q0, q2\n\t"                                                          \
-    "vqrdmulh.s32 q1, q1, q2\n\t"                                                          \
+    MUL " q0, q0, q2\n\t"                                                                   \
+    MUL " q1, q1, q2\n\t"                                                                   \
     "vldrw.32 q2, [%[w]], #16\n\t"                                                         \
     FIX                                                                                    \
     "vrshl.s32 q0, q0, q2\n\t"                                                             \
@@ -203,45 +236,6 @@ typedef struct {
     "vshr.s32 q3, q3, #31\n\t"                                                             \
     "vadd.i32 q1, q1, q3\n\t"
 
-/* Every output channel of two rows r0, r1 (nk chunks of 16 int8 each, readable up to 16 * nk):
- * outputs at o0 and o1. The assembly pins 13 core registers and needs r7 as well; unoptimised
- * builds (-O0) keep r7 as the frame pointer and GCC cannot allocate the operands (an internal
- * compiler error in GCC 12), so there ecc_helium_gemm2 is two one-row passes (below ecc_helium_gemm1,
- * same results). */
-#ifdef __OPTIMIZE__
-static inline __attribute__((always_inline)) void ecc_helium_gemm2(
-    const int8_t *r0, const int8_t *r1, int32_t nk, const int8_t *w, int32_t out_c, int8_t *o0, int8_t *o1,
-    int32_t off, int32x4_t lo, int32x4_t hi, const int fix)
-{
-    register int32_t a0 __asm__("r0"), a1 __asm__("r2"), a2 __asm__("r4"), a3 __asm__("r6");
-    register int32_t b0 __asm__("r8"), b1 __asm__("r10"), b2 __asm__("r12"), b3 __asm__("lr");
-    register int8_t *o __asm__("r1") = o0;
-    const ecc_helium_gemm_t m = {r0, r1, nk - 1, off, (int32_t)(o1 - o0), o0 + out_c};
-    const ecc_helium_gemm_t *cfg = &m;
-    const int8_t *l0, *l1;
-    int32_t n;
-#define ECC_HELIUM_GEMM2_OPERANDS                                                                   \
-    : [a0] "=&r"(a0), [a1] "=&r"(a1), [a2] "=&r"(a2), [a3] "=&r"(a3), [b0] "=&r"(b0), [b1] "=&r"(b1), \
-      [b2] "=&r"(b2), [b3] "=&r"(b3), [l0] "=&r"(l0), [l1] "=&r"(l1), [n] "=&r"(n), [w] "+&r"(w),   \
-      [o] "+&r"(o)                                                                                  \
-    : [cfg] "r"(cfg), [lo] "w"(lo), [hi] "w"(hi), "m"(m)                                            \
-    : "q0", "q1", "q2", "q3", "cc", "memory"
-    if (out_c & 3) {
-        if (fix) {
-            __asm__ volatile(ECC_HELIUM_GEMM2_ASM(ECC_HELIUM_GEMM2_FIX, ECC_HELIUM_GEMM2_STORE_TAIL)
-                             ECC_HELIUM_GEMM2_OPERANDS);
-        } else {
-            __asm__ volatile(ECC_HELIUM_GEMM2_ASM("", ECC_HELIUM_GEMM2_STORE_TAIL) ECC_HELIUM_GEMM2_OPERANDS);
-        }
-    } else if (fix) {
-        __asm__ volatile(ECC_HELIUM_GEMM2_ASM(ECC_HELIUM_GEMM2_FIX, ECC_HELIUM_GEMM2_STORE4) ECC_HELIUM_GEMM2_OPERANDS);
-    } else {
-        __asm__ volatile(ECC_HELIUM_GEMM2_ASM("", ECC_HELIUM_GEMM2_STORE4) ECC_HELIUM_GEMM2_OPERANDS);
-    }
-#undef ECC_HELIUM_GEMM2_OPERANDS
-}
-#endif
-
 /* One quad of output channels for one row: requantized, stored at o0 (count: 4, or the predicated
  * tail). Returns the blob after the quad. */
 static inline __attribute__((always_inline)) const int8_t *ecc_helium_quad1(
@@ -278,6 +272,54 @@ static inline __attribute__((always_inline)) void ecc_helium_gemm1(
         w = ecc_helium_quad1(r0, nk, w, o0 + c, out_c - c, off, lo, hi, fix);
     }
 }
+
+/* The GEMM2 assembly for requantization mode `fix` (a variable in scope): vqrdmulh with or without
+ * the fix-up for TFLM, vqdmulh for onnx's single rounding (ECC_HELIUM_RNE). */
+#define ECC_HELIUM_GEMM2_MODES(STORE, OPERANDS)                                                                 \
+    if (fix == ECC_HELIUM_RNE) {                                                                                \
+        __asm__ volatile(ECC_HELIUM_GEMM2_ASM("vqdmulh.s32", "", STORE) OPERANDS);                              \
+    } else if (fix) {                                                                                           \
+        __asm__ volatile(ECC_HELIUM_GEMM2_ASM("vqrdmulh.s32", ECC_HELIUM_GEMM2_FIX, STORE) OPERANDS);           \
+    } else {                                                                                                    \
+        __asm__ volatile(ECC_HELIUM_GEMM2_ASM("vqrdmulh.s32", "", STORE) OPERANDS);                             \
+    }
+
+/* Every output channel of two rows r0, r1 (nk chunks of 16 int8 each, readable up to 16 * nk):
+ * outputs at o0 and o1. The assembly pins 13 core registers and needs r7 as well; unoptimised
+ * builds (-O0) keep r7 as the frame pointer and GCC cannot allocate the operands (an internal
+ * compiler error in GCC 12), so there ecc_helium_gemm2 is two one-row passes (below ecc_helium_gemm1,
+ * same results). */
+#ifdef __OPTIMIZE__
+static inline __attribute__((always_inline)) void ecc_helium_gemm2(
+    const int8_t *r0, const int8_t *r1, int32_t nk, const int8_t *w, int32_t out_c, int8_t *o0, int8_t *o1,
+    int32_t off, int32x4_t lo, int32x4_t hi, const int fix)
+{
+    register int32_t a0 __asm__("r0"), a1 __asm__("r2"), a2 __asm__("r4"), a3 __asm__("r6");
+    register int32_t b0 __asm__("r8"), b1 __asm__("r10"), b2 __asm__("r12"), b3 __asm__("lr");
+    register int8_t *o __asm__("r1") = o0;
+    const ecc_helium_gemm_t m = {r0, r1, nk - 1, off, (int32_t)(o1 - o0), o0 + out_c};
+    const ecc_helium_gemm_t *cfg = &m;
+    const int8_t *l0, *l1;
+    int32_t n;
+    if (fix == ECC_HELIUM_RNE_TIES) { /* the tie test needs more registers than the assembly has left */
+        ecc_helium_gemm1(r0, nk, w, out_c, o0, off, lo, hi, fix);
+        ecc_helium_gemm1(r1, nk, w, out_c, o1, off, lo, hi, fix);
+        return;
+    }
+#define ECC_HELIUM_GEMM2_OPERANDS                                                                   \
+    : [a0] "=&r"(a0), [a1] "=&r"(a1), [a2] "=&r"(a2), [a3] "=&r"(a3), [b0] "=&r"(b0), [b1] "=&r"(b1), \
+      [b2] "=&r"(b2), [b3] "=&r"(b3), [l0] "=&r"(l0), [l1] "=&r"(l1), [n] "=&r"(n), [w] "+&r"(w),   \
+      [o] "+&r"(o)                                                                                  \
+    : [cfg] "r"(cfg), [lo] "w"(lo), [hi] "w"(hi), "m"(m)                                            \
+    : "q0", "q1", "q2", "q3", "cc", "memory"
+    if (out_c & 3) {
+        ECC_HELIUM_GEMM2_MODES(ECC_HELIUM_GEMM2_STORE_TAIL, ECC_HELIUM_GEMM2_OPERANDS)
+    } else {
+        ECC_HELIUM_GEMM2_MODES(ECC_HELIUM_GEMM2_STORE4, ECC_HELIUM_GEMM2_OPERANDS)
+    }
+#undef ECC_HELIUM_GEMM2_OPERANDS
+}
+#endif
 
 #ifndef __OPTIMIZE__
 /* -O0 (see the optimised ecc_helium_gemm2 above): each row over the whole blob */

@@ -9,7 +9,10 @@
  *   with their folded biases, multipliers and shifts, the weights in 16-k chunks (ecc_helium.h);
  *   depthwise_conv2d: the same per group of 16 channels;
  * - one entry point per requantization mode: `_relu` for layers whose clamp starts at or above the
- *   output zero point (the round-half-away fix-up cannot change an output there), plain otherwise.
+ *   output zero point (the round-half-away fix-up cannot change an output there), plain otherwise,
+ *   `_onnx` for rounding "onnx" (one rounding, ties to even; the portable `_onnx` twins' results)
+ *   where no accumulator can tie (proved offline), `_onnx_ties` for the other layers (a tie test);
+ * - depthwise_conv2d: tap_pairs = 0 when a weight is -128 (taps widened one by one, BL-04).
  * Argument order as everywhere: scratch, params, quant, input dims, input, weight dims, weights,
  * bias, output dims, output. Scratch sizes: toolchain/isa/helium.py.
  */
@@ -32,6 +35,20 @@ int ecc_helium_conv2d_relu_s8(int8_t *scratch,
     int32_t k_h, int32_t k_w, const int8_t *weights,
     int32_t out_h, int32_t out_w, int32_t out_c, int8_t *output);
 
+int ecc_helium_conv2d_onnx_s8(int8_t *scratch,
+    int32_t stride_h, int32_t stride_w, int32_t pad_top, int32_t pad_left, int32_t dilation_h, int32_t dilation_w,
+    int32_t input_zp, int32_t output_offset, int32_t act_min, int32_t act_max,
+    int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, const int8_t *input,
+    int32_t k_h, int32_t k_w, const int8_t *weights,
+    int32_t out_h, int32_t out_w, int32_t out_c, int8_t *output);
+
+int ecc_helium_conv2d_onnx_ties_s8(int8_t *scratch,
+    int32_t stride_h, int32_t stride_w, int32_t pad_top, int32_t pad_left, int32_t dilation_h, int32_t dilation_w,
+    int32_t input_zp, int32_t output_offset, int32_t act_min, int32_t act_max,
+    int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, const int8_t *input,
+    int32_t k_h, int32_t k_w, const int8_t *weights,
+    int32_t out_h, int32_t out_w, int32_t out_c, int8_t *output);
+
 int ecc_helium_conv2d_1x1_s8(int8_t *scratch,
     int32_t stride_h, int32_t stride_w,
     int32_t output_offset, int32_t act_min, int32_t act_max,
@@ -40,6 +57,20 @@ int ecc_helium_conv2d_1x1_s8(int8_t *scratch,
     int32_t out_h, int32_t out_w, int32_t out_c, int8_t *output);
 
 int ecc_helium_conv2d_1x1_relu_s8(int8_t *scratch,
+    int32_t stride_h, int32_t stride_w,
+    int32_t output_offset, int32_t act_min, int32_t act_max,
+    int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, const int8_t *input,
+    const int8_t *weights,
+    int32_t out_h, int32_t out_w, int32_t out_c, int8_t *output);
+
+int ecc_helium_conv2d_1x1_onnx_s8(int8_t *scratch,
+    int32_t stride_h, int32_t stride_w,
+    int32_t output_offset, int32_t act_min, int32_t act_max,
+    int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, const int8_t *input,
+    const int8_t *weights,
+    int32_t out_h, int32_t out_w, int32_t out_c, int8_t *output);
+
+int ecc_helium_conv2d_1x1_onnx_ties_s8(int8_t *scratch,
     int32_t stride_h, int32_t stride_w,
     int32_t output_offset, int32_t act_min, int32_t act_max,
     int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, const int8_t *input,
@@ -63,16 +94,44 @@ int ecc_helium_conv2d_1x1_sparse_relu_s8(int8_t *scratch,
     int32_t live_c, const int8_t *weights,
     int32_t out_h, int32_t out_w, int32_t out_c, int8_t *output);
 
+int ecc_helium_conv2d_1x1_sparse_onnx_s8(int8_t *scratch,
+    int32_t stride_h, int32_t stride_w,
+    int32_t output_offset, int32_t act_min, int32_t act_max,
+    int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, const int8_t *input,
+    int32_t live_c, const int8_t *weights,
+    int32_t out_h, int32_t out_w, int32_t out_c, int8_t *output);
+
+int ecc_helium_conv2d_1x1_sparse_onnx_ties_s8(int8_t *scratch,
+    int32_t stride_h, int32_t stride_w,
+    int32_t output_offset, int32_t act_min, int32_t act_max,
+    int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, const int8_t *input,
+    int32_t live_c, const int8_t *weights,
+    int32_t out_h, int32_t out_w, int32_t out_c, int8_t *output);
+
 int ecc_helium_depthwise_conv2d_s8(int8_t *scratch,
     int32_t stride_h, int32_t stride_w, int32_t pad_top, int32_t pad_left, int32_t dilation_h, int32_t dilation_w,
-    int32_t lanes_px, int32_t input_zp, int32_t output_offset, int32_t act_min, int32_t act_max,
+    int32_t lanes_px, int32_t tap_pairs, int32_t input_zp, int32_t output_offset, int32_t act_min, int32_t act_max,
     int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, const int8_t *input,
     int32_t k_h, int32_t k_w, const int8_t *weights,
     int32_t out_h, int32_t out_w, int32_t out_c, int8_t *output);
 
 int ecc_helium_depthwise_conv2d_relu_s8(int8_t *scratch,
     int32_t stride_h, int32_t stride_w, int32_t pad_top, int32_t pad_left, int32_t dilation_h, int32_t dilation_w,
-    int32_t lanes_px, int32_t input_zp, int32_t output_offset, int32_t act_min, int32_t act_max,
+    int32_t lanes_px, int32_t tap_pairs, int32_t input_zp, int32_t output_offset, int32_t act_min, int32_t act_max,
+    int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, const int8_t *input,
+    int32_t k_h, int32_t k_w, const int8_t *weights,
+    int32_t out_h, int32_t out_w, int32_t out_c, int8_t *output);
+
+int ecc_helium_depthwise_conv2d_onnx_s8(int8_t *scratch,
+    int32_t stride_h, int32_t stride_w, int32_t pad_top, int32_t pad_left, int32_t dilation_h, int32_t dilation_w,
+    int32_t lanes_px, int32_t tap_pairs, int32_t input_zp, int32_t output_offset, int32_t act_min, int32_t act_max,
+    int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, const int8_t *input,
+    int32_t k_h, int32_t k_w, const int8_t *weights,
+    int32_t out_h, int32_t out_w, int32_t out_c, int8_t *output);
+
+int ecc_helium_depthwise_conv2d_onnx_ties_s8(int8_t *scratch,
+    int32_t stride_h, int32_t stride_w, int32_t pad_top, int32_t pad_left, int32_t dilation_h, int32_t dilation_w,
+    int32_t lanes_px, int32_t tap_pairs, int32_t input_zp, int32_t output_offset, int32_t act_min, int32_t act_max,
     int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, const int8_t *input,
     int32_t k_h, int32_t k_w, const int8_t *weights,
     int32_t out_h, int32_t out_w, int32_t out_c, int8_t *output);
@@ -87,6 +146,16 @@ int ecc_helium_fully_connected_relu_s8(int8_t *scratch,
     int32_t batches, int32_t in_depth, const int8_t *input, const int8_t *weights,
     int32_t out_depth, int8_t *output);
 
+int ecc_helium_fully_connected_onnx_s8(int8_t *scratch,
+    int32_t output_offset, int32_t act_min, int32_t act_max,
+    int32_t batches, int32_t in_depth, const int8_t *input, const int8_t *weights,
+    int32_t out_depth, int8_t *output);
+
+int ecc_helium_fully_connected_onnx_ties_s8(int8_t *scratch,
+    int32_t output_offset, int32_t act_min, int32_t act_max,
+    int32_t batches, int32_t in_depth, const int8_t *input, const int8_t *weights,
+    int32_t out_depth, int8_t *output);
+
 /* same arguments as ecc_add_s8; scratch: 2 KB (two tables of 256 int32) */
 int ecc_helium_add_s8(int8_t *scratch,
     int32_t input1_offset, int32_t input1_mult, int32_t input1_shift,
@@ -94,8 +163,20 @@ int ecc_helium_add_s8(int8_t *scratch,
     int32_t output_offset, int32_t output_mult, int32_t output_shift, int32_t act_min, int32_t act_max,
     int32_t size, const int8_t *input1, const int8_t *input2, int8_t *output);
 
+int ecc_helium_add_onnx_s8(int8_t *scratch,
+    int32_t input1_offset, int32_t input1_mult, int32_t input1_shift,
+    int32_t input2_offset, int32_t input2_mult, int32_t input2_shift, int32_t left_shift,
+    int32_t output_offset, int32_t output_mult, int32_t output_shift, int32_t act_min, int32_t act_max,
+    int32_t size, const int8_t *input1, const int8_t *input2, int8_t *output);
+
 /* same arguments as ecc_avg_pool2d_s8 (windows of at most 255 cells) and ecc_max_pool2d_s8 */
 int ecc_helium_avg_pool2d_s8(int8_t *scratch,
+    int32_t stride_h, int32_t stride_w, int32_t pad_top, int32_t pad_left, int32_t k_h, int32_t k_w,
+    int32_t count_include_pad, int32_t pad_bottom, int32_t pad_right, int32_t pad_value, int32_t act_min, int32_t act_max,
+    int32_t batches, int32_t in_h, int32_t in_w, int32_t channels, const int8_t *input,
+    int32_t out_h, int32_t out_w, int8_t *output);
+
+int ecc_helium_avg_pool2d_onnx_s8(int8_t *scratch,
     int32_t stride_h, int32_t stride_w, int32_t pad_top, int32_t pad_left, int32_t k_h, int32_t k_w,
     int32_t count_include_pad, int32_t pad_bottom, int32_t pad_right, int32_t pad_value, int32_t act_min, int32_t act_max,
     int32_t batches, int32_t in_h, int32_t in_w, int32_t channels, const int8_t *input,
