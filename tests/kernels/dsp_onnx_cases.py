@@ -1,0 +1,179 @@
+"""The DSP kernel cases of `rounding: onnx` (one rounding, ties to even: onnxruntime's requantization)
+and of weights holding -128, for every dsp kernel with a requantization epilogue (conv2d general,
+1x1, 1x1 sparse, depthwise general and 3x3, fully_connected, transpose_conv).
+
+Each case goes through the compiler's own plans (toolchain/isa/dsp.py) for the onnx modes
+(packing.ONNX_MODES); the expected output is the numpy reference under
+fixed_point.rounding_mode("onnx"), the oracle the portable `_onnx` C twins are held to
+(multiply_by_quantized_multiplier_rne). Kinds of layers:
+- random: ordinary calibrated multipliers (every odd part large: the fast `_onnx` mode applies);
+- ties: multipliers 2^30 and 3 * 2^29 (odd parts 1 and 3) with small shifts and small accumulators,
+  so that many outputs are exact ties (tie_count counts them; TFLM's rounding differs there);
+- edges: shift 0 (e = 0), multiplier 0, shifts below -31 (they give 0 under onnx), narrow ranges;
+- minus128: weights holding -128 in every kernel, under both roundings (TFLM's modes too).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+import dsp_cases
+from dsp_cases import CONV_SHAPES, DW_SHAPES, TCONV_SHAPES, _act, _requant
+from dsp_harness import Case
+from toolchain.isa.packing import MODES, ONNX_MODES
+from toolchain.ops import conv2d, depthwise_conv2d, fully_connected
+from toolchain.ops.common import Window
+from toolchain.ops.fixed_point import rounding_mode
+from toolchain.ops.transpose_conv import transpose_conv_s8
+
+TIE_MULTS = (1 << 30, 3 << 29)  # odd parts 1 and 3: ties reachable (packing.tie_free is False)
+
+
+def tie_requant(rng: np.random.Generator, n: int, acc_scale: float) -> tuple[np.ndarray, np.ndarray]:
+    """Per-channel (mult, shift) with odd parts 1 or 3 and the shift that maps ~acc_scale onto ~32:
+    acc * 2^30 / 2^(31 + e) = acc / 2^(e + 1), a tie for every accumulator = 2^e (mod 2^(e + 1))."""
+    e = max(0, int(np.round(np.log2(max(acc_scale, 1.0) / 32))) - 1)
+    mult = np.array([TIE_MULTS[int(i)] for i in rng.integers(0, 2, n)], np.int32)
+    shift = -np.full(n, e, np.int32) - rng.integers(0, 2, n).astype(np.int32)
+    return mult, shift
+
+
+def _weights(rng: np.random.Generator, shape, *, lo: int = -127, hi: int = 128, minus128: bool = False):
+    w = rng.integers(lo, hi, shape, dtype=np.int8)
+    if minus128:  # about one weight in eight, every output channel at least once (OHWI / [O, K] / [1, KH, KW, C])
+        flat = w.reshape(-1)
+        flat[rng.random(flat.size) < 0.125] = -128
+        w.reshape(-1, w.shape[-1])[0, :] = -128 if w.shape[0] == 1 else w.reshape(-1, w.shape[-1])[0, :]
+        w.reshape(w.shape[0], -1)[:, 0] = -128
+    return w
+
+
+KINDS = ("random", "ties", "edges", "minus128")
+
+
+def _layer_params(rng, kind: str, n: int, acc_scale: float):
+    """(mult, shift) of one layer of `kind` (KINDS)."""
+    if kind == "ties":
+        return tie_requant(rng, n, acc_scale)
+    mult, shift = _requant(rng, n, acc_scale, e0=kind == "edges")
+    if kind == "edges" and n > 3:
+        mult[3], shift[3] = 1 << 30, -40  # below 2^-32: 0 under onnx, whatever the accumulator
+    return mult, shift
+
+
+def _x(rng, kind: str, shape):
+    return rng.integers(-16, 16, shape, dtype=np.int8) if kind == "ties" else rng.integers(-128, 128, shape,
+                                                                                            dtype=np.int8)
+
+
+def conv_onnx_cases(rng: np.random.Generator, kinds=KINDS) -> list[Case]:
+    """conv2d (1x1, 1x1 sparse, general) of CONV_SHAPES per kind, full range and narrow."""
+    cases: list[Case] = []
+    for i, (h, wd, cin, cout, kh, kw, st, pads, dil) in enumerate(CONV_SHAPES):
+        for kind in kinds:
+            zin, zout, act = ((-128, -128, "full"), (5, 3, "narrow"), (127, -7, "full"), (-3, -128, "relu"))[i % 4]
+            x = _x(rng, kind, (1 + i % 2, h, wd, cin))
+            w = _weights(rng, (cout, kh, kw, cin), lo=-4 if kind == "ties" else -127, hi=5 if kind == "ties" else 128,
+                         minus128=kind == "minus128")
+            bias = rng.integers(-500 if kind == "ties" else -5000, 500 if kind == "ties" else 5000, cout).astype(np.int32)
+            scale = (4.0 * 16 if kind == "ties" else 80.0 * 60) * np.sqrt(kh * kw * cin)
+            mult, shift = _layer_params(rng, kind, cout, scale)
+            zin = 0 if kind == "ties" else zin
+            lo, hi = _act(rng, act, zout)
+            k = dict(stride=st, pad=pads[:2], dilation=dil, out_hw=Window((kh, kw), st, dil, pads).out_hw(h, wd),
+                     input_offset=-zin, output_offset=zout, out_mult=mult, out_shift=shift, act_min=lo, act_max=hi)
+            cases += _both(f"onnx_conv{i}_{kind}", dsp_cases.conv_cases, conv2d.conv2d_s8, x, w, bias, k, kind)
+    return cases
+
+
+def _both(tag: str, builder, reference, x, w, bias, k: dict, kind: str) -> list[Case]:
+    """The onnx-mode cases of one layer, plus its TFLM-mode cases for the minus128 kind."""
+    with rounding_mode("onnx"):
+        cases = builder(tag, x, w, bias, k, reference(x, w, bias, **k), modes=ONNX_MODES)
+    if kind == "minus128":
+        cases += builder(f"{tag}_tflm", x, w, bias, k, reference(x, w, bias, **k), modes=MODES)
+    return cases
+
+
+def depthwise_onnx_cases(rng: np.random.Generator, kinds=KINDS) -> list[Case]:
+    """depthwise (3x3 and general) of DW_SHAPES per kind."""
+    cases: list[Case] = []
+    for i, (h, wd, cin, m, kh, kw, st, pads, dil) in enumerate(DW_SHAPES):
+        for kind in kinds:
+            zin, zout, act = ((-128, -128, "full"), (10, -128, "relu"), (-7, 5, "narrow"), (127, 127, "full"))[i % 4]
+            x = _x(rng, kind, (1 + i % 2, h, wd, cin))
+            w = _weights(rng, (1, kh, kw, cin * m), lo=-4 if kind == "ties" else -127, hi=5 if kind == "ties" else 128,
+                         minus128=kind == "minus128")
+            bias = rng.integers(-300, 300, cin * m).astype(np.int32)
+            mult, shift = _layer_params(rng, kind, cin * m, (4.0 * 16 if kind == "ties" else 80.0 * 60) * np.sqrt(kh * kw))
+            zin = 0 if kind == "ties" else zin
+            lo, hi = _act(rng, act, zout)
+            k = dict(stride=st, pad=pads[:2], dilation=dil, out_hw=Window((kh, kw), st, dil, pads).out_hw(h, wd),
+                     depth_multiplier=m, input_offset=-zin, output_offset=zout, out_mult=mult, out_shift=shift,
+                     act_min=lo, act_max=hi)
+            cases += _both(f"onnx_dw{i}_{kind}", dsp_cases.depthwise_cases, depthwise_conv2d.depthwise_conv2d_s8,
+                           x, w, bias, k, kind)
+    return cases
+
+
+def fc_onnx_cases(rng: np.random.Generator, kinds=KINDS) -> list[Case]:
+    """fully_connected per kind (-128 weights: its 16-bit lane pairs step aside, no case)."""
+    cases: list[Case] = []
+    for i, (b, kdim, o) in enumerate(((1, 7, 5), (2, 16, 10), (3, 33, 1), (1, 64, 13), (1, 640, 16))):
+        for kind in kinds:
+            zin, zout, act = ((-128, -6, "full"), (127, -128, "relu"), (4, 9, "narrow"))[i % 3]
+            x = _x(rng, kind, (b, kdim))
+            w = _weights(rng, (o, kdim), lo=-4 if kind == "ties" else -127, hi=5 if kind == "ties" else 128,
+                         minus128=kind == "minus128")
+            bias = rng.integers(-300, 300, o).astype(np.int32)
+            mult, shift = _layer_params(rng, kind, o, (4.0 * 16 if kind == "ties" else 80.0 * 60) * np.sqrt(kdim))
+            lo, hi = _act(rng, act, zout)
+            k = dict(input_offset=0 if kind == "ties" else -zin, filter_offset=0, output_offset=zout, out_mult=mult,
+                     out_shift=shift, act_min=lo, act_max=hi)
+            cases += _both(f"onnx_fc{i}_{kind}", dsp_cases.fc_cases, fully_connected.fully_connected_s8, x, w, bias,
+                           k, kind)
+    return cases
+
+
+def tconv_onnx_cases(rng: np.random.Generator, kinds=KINDS) -> list[Case]:
+    """transpose_conv of TCONV_SHAPES per kind."""
+    cases: list[Case] = []
+    for i, (h, wd, cin, cout, kh, kw, st, pad, out_hw) in enumerate(TCONV_SHAPES):
+        for kind in kinds:
+            zin, zout, act = ((-128, -128, "full"), (127, 127, "full"), (-5, -128, "relu"), (3, 20, "narrow"))[i % 4]
+            x = _x(rng, kind, (1 + i % 2, h, wd, cin))
+            w = _weights(rng, (cout, kh, kw, cin), lo=-4 if kind == "ties" else -127, hi=5 if kind == "ties" else 128,
+                         minus128=kind == "minus128")
+            bias = rng.integers(-300, 300, cout).astype(np.int32)
+            taps = -(-kh // st[0]) * -(-kw // st[1]) * cin
+            mult, shift = _layer_params(rng, kind, cout, (4.0 * 16 if kind == "ties" else 80.0 * 60) * np.sqrt(taps))
+            lo, hi = _act(rng, act, zout)
+            k = dict(stride=st, pad=pad, out_hw=out_hw, input_offset=0 if kind == "ties" else -zin,
+                     output_offset=zout, out_mult=mult, out_shift=shift, act_min=lo, act_max=hi)
+            cases += _both(f"onnx_tconv{i}_{kind}", dsp_cases.transpose_conv_cases, transpose_conv_s8, x, w, bias, k,
+                           kind)
+    return cases
+
+
+def boundary_cases() -> list[Case]:
+    """The tie-free bound of the fast `_onnx` mode (packing.TIE_FREE_ODD = 511): 1x1 convs whose
+    accumulators sweep across the ties odd * m_odd / 2 near 255 (1024 * m_odd * 2^21 / 2^32), with the
+    odd parts 511 (the fast mode applies: no tie changes an output) and 509 (clamping mode only)."""
+    cases: list[Case] = []
+    for odd in (509, 511):
+        x = np.arange(-128, 128, dtype=np.int8).reshape(1, 16, 16, 1).repeat(4, axis=3)
+        w = np.array([[[[4, 0, 0, 0]]], [[[-4, 0, 0, 0]]], [[[2, 1, 1, 0]]], [[[64, 0, 0, 0]]]], np.int8)
+        bias = np.array([512, -512, 0, 0], np.int32)
+        k = dict(stride=(1, 1), pad=(0, 0), dilation=(1, 1), out_hw=(16, 16), input_offset=0, output_offset=-128,
+                 out_mult=np.full(4, odd << 21, np.int32), out_shift=np.full(4, -1, np.int32), act_min=-128,
+                 act_max=127)
+        with rounding_mode("onnx"):
+            cases += dsp_cases.conv_cases(f"onnx_tiebound{odd}", x, w, bias, k, conv2d.conv2d_s8(x, w, bias, **k),
+                                          modes=ONNX_MODES)
+    return cases
+
+
+def onnx_cases(seed: int = 13) -> list[Case]:
+    """Every onnx-rounding and -128-weight case (test_dsp_kernels runs them on every dsp board)."""
+    rng = np.random.default_rng(seed)
+    return (conv_onnx_cases(rng) + depthwise_onnx_cases(rng) + fc_onnx_cases(rng) + tconv_onnx_cases(rng)
+            + boundary_cases())
