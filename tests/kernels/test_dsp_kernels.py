@@ -11,9 +11,12 @@ import pytest
 
 import dsp_cases
 import dsp_harness
+import dsp_onnx_cases
 
 SETS = dsp_cases.conformance_sets()
-CASES = [c for fam, name in SETS for c in dsp_cases.conformance_cases(fam, name)] + dsp_cases.random_cases()
+# dsp_onnx_cases: rounding onnx and -128 weights (test_dsp_onnx_rounding.py runs them on the M4 alone)
+CASES = ([c for fam, name in SETS for c in dsp_cases.conformance_cases(fam, name)] + dsp_cases.random_cases()
+         + dsp_onnx_cases.onnx_cases())
 
 
 

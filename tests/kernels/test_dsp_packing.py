@@ -81,8 +81,8 @@ def test_fold_layer_predicates():
     assert fold_layer(w, None, 128, [m], [s], -128, (-128, 100)).modes == ("clamp",)
     assert fold_layer(w, None, 128, [quantize_multiplier(0.75)[0]], [0], -128, (-128, 127)).modes == ("full", "clamp")
     bad = w.copy()
-    bad[1, 2] = -128  # BL-04
-    assert fold_layer(bad, None, 128, [m], [s], -128, (-128, 127)) is None
+    bad[1, 2] = -128  # BL-04: exact in the kernels using fold_layer (each product in its own lane)
+    assert fold_layer(bad, None, 128, [m], [s], -128, (-128, 127)).modes == ("relu", "full", "clamp")
     assert fold_layer(w, None, 128, *quantize_multiplier(1.5), -128, (-128, 127)) is None  # multiplier >= 1
     assert fold_layer(w, np.array([2**30, 0]), 0, [m], [s], 0, (-128, 127)) is None  # 2 acc overflows
     dead = fold_layer(w, np.array([2**31 - 1, 0]), 0, [0, m], [0, s], 0, (-128, 127))  # multiplier 0: ignored
@@ -125,13 +125,20 @@ def test_selection_per_node():
     for n in g.nodes:
         if n.op in (OpKind.CONV2D, OpKind.DEPTHWISE_CONV2D, OpKind.FULLY_CONNECTED, OpKind.MAX_POOL2D):
             assert dsp[n.name].isa == "dsp", (n.name, dsp[n.name].name)
-    # an imported weight of -128 (BL-04) sends that node back to the portable kernel
+    # an imported weight of -128 (BL-04) keeps the conv on its dsp kernel (products in 32 bits); the
+    # fully connected layer's 16-bit lane pairs step aside, saying why
     conv = next(n for n in g.nodes if n.op is OpKind.CONV2D)
-    t = g.t(conv.inputs[1])
-    w = t.data.copy()
-    w.flat[0] = -128
-    g2 = g.with_tensor(Tensor(t.name, t.shape, t.dtype, t.quant, w))
-    assert select_kernels(g2, ["dsp", "portable"])[conv.name].isa == "portable"
+    fc = next(n for n in g.nodes if n.op is OpKind.FULLY_CONNECTED)
+    g2 = g
+    for node in (conv, fc):
+        t = g2.t(node.inputs[1])
+        w = t.data.copy()
+        w.flat[0] = -128
+        g2 = g2.with_tensor(Tensor(t.name, t.shape, t.dtype, t.quant, w))
+    sel = select_kernels(g2, ["dsp", "portable"])
+    assert sel[conv.name].isa == "dsp" and sel[fc.name].isa == "portable"
+    fc_dsp = next(v for v in REGISTRY[OpKind.FULLY_CONNECTED].variants if v.isa == "dsp" and v.name == "dsp")
+    assert fc_dsp.why_not(fc, g2) == "weights hold -128"
 
 
 def test_scratch_is_declared():
