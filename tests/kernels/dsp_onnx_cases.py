@@ -17,8 +17,10 @@ from __future__ import annotations
 import numpy as np
 
 import dsp_cases
+import isa_cases
 from dsp_cases import CONV_SHAPES, DW_SHAPES, TCONV_SHAPES, _act, _requant
 from dsp_harness import Case
+from toolchain.isa import dsp
 from toolchain.isa.packing import MODES, ONNX_MODES
 from toolchain.ops import conv2d, depthwise_conv2d, fully_connected
 from toolchain.ops.common import Window
@@ -116,7 +118,8 @@ def depthwise_onnx_cases(rng: np.random.Generator, kinds=KINDS) -> list[Case]:
 
 
 def fc_onnx_cases(rng: np.random.Generator, kinds=KINDS) -> list[Case]:
-    """fully_connected per kind (-128 weights: its 16-bit lane pairs step aside, no case)."""
+    """fully_connected per kind and its conv2d GEMM fallback (-128 weights: the fully_connected kernel's
+    16-bit lane pairs step aside, the GEMM takes them)."""
     cases: list[Case] = []
     for i, (b, kdim, o) in enumerate(((1, 7, 5), (2, 16, 10), (3, 33, 1), (1, 64, 13), (1, 640, 16))):
         for kind in kinds:
@@ -129,9 +132,19 @@ def fc_onnx_cases(rng: np.random.Generator, kinds=KINDS) -> list[Case]:
             lo, hi = _act(rng, act, zout)
             k = dict(input_offset=0 if kind == "ties" else -zin, filter_offset=0, output_offset=zout, out_mult=mult,
                      out_shift=shift, act_min=lo, act_max=hi)
-            cases += _both(f"onnx_fc{i}_{kind}", dsp_cases.fc_cases, fully_connected.fully_connected_s8, x, w, bias,
-                           k, kind)
+            cases += _both(f"onnx_fc{i}_{kind}", fc_and_gemm_cases, fully_connected.fully_connected_s8, x, w,
+                           bias, k, kind)
     return cases
+
+
+def fc_and_gemm_cases(tag: str, x, w, bias, k: dict, expected, modes) -> list[Case]:
+    """dsp_cases.fc_cases plus the conv2d GEMM fallback of fully_connected (dsp.fc_as_conv_plan_why:
+    1x1 when K % 4 == 0, general), the kernels that take its -128 weights."""
+    plans = ((dsp_cases.function("conv2d", "1x1" if pw else "", mode),
+              dsp.plan_or_none(dsp.fc_as_conv_plan_why(k, x.shape, w, bias, expected.shape, mode=mode, pointwise=pw)))
+             for pw in (True, False) for mode in modes)
+    return dsp_cases.fc_cases(tag, x, w, bias, k, expected, modes) + isa_cases.planned_cases(
+        "dsp", f"{tag}_gemm", x, expected, plans)
 
 
 def tconv_onnx_cases(rng: np.random.Generator, kinds=KINDS) -> list[Case]:

@@ -109,13 +109,16 @@ def test_cases_cover_every_onnx_entry_point():
 
 
 def test_minus128_weights_keep_the_dsp_kernels():
-    """-128 weights: every kernel but fully_connected plans them (exact); fully_connected says why."""
+    """-128 weights: every kernel but fully_connected plans them (exact); fully_connected says why and
+    its conv2d GEMM fallback takes them."""
     names = {c.name for c in CASES if "minus128" in c.name}
     for stem in ("conv2d", "conv2d_1x1", "depthwise_conv2d", "depthwise_conv2d_3x3", "transpose_conv"):
         assert any(n.endswith(f"-{stem}_onnx_clamp") or n.endswith(f"-{stem}_onnx") for n in names), stem
         assert any(n.endswith(f"-{stem}") or n.endswith(f"-{stem}_clamp") or n.endswith(f"-{stem}_relu")
                    for n in names), stem
-    assert not any("fully_connected" in n for n in names)
+    assert not any("fully_connected" in n for n in names)  # its fallback instead: fc*_gemm-conv2d*
+    assert any("_fc" in n and "_gemm-conv2d_1x1" in n for n in names)
+    assert any("_fc" in n and "_gemm-conv2d" in n and "1x1" not in n for n in names)
     w = np.full((2, 16), -128, np.int8)
     k = dict(input_offset=0, filter_offset=0, output_offset=0, out_mult=np.array([1 << 30]),
              out_shift=np.array([-12]), act_min=-128, act_max=127)

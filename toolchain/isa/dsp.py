@@ -239,6 +239,35 @@ FULLY_CONNECTED = planned_variant("fully_connected", "", "full", lambda n, g: _f
 FULLY_CONNECTED_ONNX = planned_variant("fully_connected", "", "onnx", lambda n, g: _fc_node(n, g, "onnx"))
 
 
+def fc_as_conv_plan_why(k: dict, x_shape: tuple[int, ...], w: np.ndarray, bias: np.ndarray | None,
+                        y_shape: tuple[int, ...], *, mode: str, pointwise: bool, x: str = "input",
+                        y: str = "output") -> Plan | str:
+    """A fully connected layer [N, K] x [O, K] as the dsp conv2d GEMM (conv2d_plan_why) of a 1 x N image
+    with K channels and a 1x1 kernel: the fallback of dsp/fully_connected for what its 16-bit lane
+    pairs cannot take (weights holding -128, accumulators of 2^23 or more), each product in its own
+    lane there. pointwise: dsp/conv2d_1x1 (K % 4 == 0), else dsp/conv2d (any K)."""
+    if k["filter_offset"] != 0:
+        return "weight zero point is not 0"
+    conv = dict(stride=(1, 1), pad=(0, 0), dilation=(1, 1), **{n: k[n] for n in (
+        "input_offset", "output_offset", "out_mult", "out_shift", "act_min", "act_max")})
+    n, kd = x_shape
+    return conv2d_plan_why(conv, (1, 1, n, kd), w.reshape(w.shape[0], 1, 1, kd), bias, (1, 1, n, y_shape[1]),
+                           mode=mode, pointwise=pointwise, x=x, y=y)
+
+
+def _fc_conv_node(node: Node, graph: Graph, mode: str, pointwise: bool) -> Plan | str:
+    x, w, y = graph.t(node.inputs[0]), graph.t(node.inputs[1]), graph.t(node.outputs[0])
+    bias = graph.t(node.inputs[2]).data if len(node.inputs) > 2 and node.inputs[2] else None
+    return fc_as_conv_plan_why(fully_connected.s8_kwargs(node, graph), x.shape, w.data, bias, y.shape, mode=mode,
+                               pointwise=pointwise, x=x.name, y=y.name)
+
+
+# after FULLY_CONNECTED*: the conv2d entry points (kernel column "dsp_1x1...", "dsp..." of Conv2D's)
+FULLY_CONNECTED_AS_CONV = tuple(
+    planned_variant("conv2d", "1x1" if pointwise else "", mode, lambda n, g, m=mode, p=pointwise: _fc_conv_node(n, g, m, p))
+    for pointwise in (True, False) for mode in C_MODES)
+
+
 # ---- DSP variant (c_templates/kernels/dsp/add_s8.c.j2): same arguments, tabulated inputs ------
 DSP_MIN_SIZE = 1024  # the tables cost 2 KB of scratch and about 14k instructions to fill
 
@@ -272,7 +301,7 @@ MAX_POOL2D = dsp_variant("max_pool2d", applies=lambda n, g: True, scratch_bytes=
 
 add_variants(OpKind.CONV2D, *CONV2D)
 add_variants(OpKind.DEPTHWISE_CONV2D, *DEPTHWISE_CONV2D)
-add_variants(OpKind.FULLY_CONNECTED, FULLY_CONNECTED, FULLY_CONNECTED_ONNX)
+add_variants(OpKind.FULLY_CONNECTED, FULLY_CONNECTED, FULLY_CONNECTED_ONNX, *FULLY_CONNECTED_AS_CONV)
 add_variants(OpKind.ADD, ADD)
 add_variants(OpKind.AVG_POOL2D, AVG_POOL2D)
 add_variants(OpKind.MAX_POOL2D, MAX_POOL2D)
