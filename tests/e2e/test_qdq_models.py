@@ -6,7 +6,8 @@ model compared in LSB (report.verification.ort_max_abs_diff_lsb / ort_exact_frac
   rounding) and ORT's 11 and 0 under `rounding: onnx` (the `_onnx` portable kernels on the host, the
   DSP kernel's onnx entry point on mps2-an386).
 - kws_dscnn_qdq.onnx (seeded random float inputs in the input's range) in both rounding modes on host
-  and mps2-an386 (there every conv / depthwise / FC on a DSP kernel of the rounding, -128 weights and all); mps3-an547 and aarch64 with EDGECC_SLOW=1, and 200 seeded samples on the host.
+  and mps2-an386 (there every conv / depthwise / FC on a DSP kernel of the rounding, -128 weights and all);
+  mps3-an547 and aarch64 with EDGECC_SLOW=1, and 200 seeded samples on the host.
 """
 from __future__ import annotations
 

@@ -14,6 +14,8 @@ fixed_point.rounding_mode("onnx"), the oracle the portable `_onnx` C twins are h
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 import dsp_cases
@@ -22,9 +24,9 @@ from dsp_cases import CONV_SHAPES, DW_SHAPES, TCONV_SHAPES, _act, _requant
 from dsp_harness import Case
 from toolchain.isa import dsp
 from toolchain.isa.packing import MODES, ONNX_MODES
-from toolchain.ops import conv2d, depthwise_conv2d, fully_connected
+from toolchain.ops import add, conv2d, depthwise_conv2d, fully_connected
 from toolchain.ops.common import Window
-from toolchain.ops.fixed_point import rounding_mode
+from toolchain.ops.fixed_point import add_params, rounding_mode
 from toolchain.ops.transpose_conv import transpose_conv_s8
 
 TIE_MULTS = (1 << 30, 3 << 29)  # odd parts 1 and 3: ties reachable (packing.tie_free is False)
@@ -76,7 +78,7 @@ def conv_onnx_cases(rng: np.random.Generator, kinds=KINDS) -> list[Case]:
             x = _x(rng, kind, (1 + i % 2, h, wd, cin))
             w = _weights(rng, (cout, kh, kw, cin), lo=-4 if kind == "ties" else -127, hi=5 if kind == "ties" else 128,
                          minus128=kind == "minus128")
-            bias = rng.integers(-500 if kind == "ties" else -5000, 500 if kind == "ties" else 5000, cout).astype(np.int32)
+            bias = rng.integers(-5000, 5000, cout).astype(np.int32) // (10 if kind == "ties" else 1)
             scale = (4.0 * 16 if kind == "ties" else 80.0 * 60) * np.sqrt(kh * kw * cin)
             mult, shift = _layer_params(rng, kind, cout, scale)
             zin = 0 if kind == "ties" else zin
@@ -106,7 +108,8 @@ def depthwise_onnx_cases(rng: np.random.Generator, kinds=KINDS) -> list[Case]:
             w = _weights(rng, (1, kh, kw, cin * m), lo=-4 if kind == "ties" else -127, hi=5 if kind == "ties" else 128,
                          minus128=kind == "minus128")
             bias = rng.integers(-300, 300, cin * m).astype(np.int32)
-            mult, shift = _layer_params(rng, kind, cin * m, (4.0 * 16 if kind == "ties" else 80.0 * 60) * np.sqrt(kh * kw))
+            mult, shift = _layer_params(rng, kind, cin * m,
+                                        (4.0 * 16 if kind == "ties" else 80.0 * 60) * np.sqrt(kh * kw))
             zin = 0 if kind == "ties" else zin
             lo, hi = _act(rng, act, zout)
             k = dict(stride=st, pad=pads[:2], dilation=dil, out_hw=Window((kh, kw), st, dil, pads).out_hw(h, wd),
@@ -185,8 +188,28 @@ def boundary_cases() -> list[Case]:
     return cases
 
 
+def add_onnx_cases(rng: np.random.Generator) -> list[Case]:
+    """dsp/add's onnx entry point: ordinary output multipliers (ECC_DSP_RNE), ties (2^30, ECC_DSP_RNE_CLAMP),
+    output shift 0, narrow ranges; expected: add_s8 under rounding onnx."""
+    cases: list[Case] = []
+    for i, (size, zout, lo, hi, tie) in enumerate(((1024, -128, -128, 127, False), (77, 127, -128, 127, True),
+                                                   (300, 11, -30, 90, False), (513, -3, -128, 127, True),
+                                                   (64, 0, -128, 127, False))):
+        s1, s2, so = rng.uniform(0.01, 0.1, 3)
+        z1, z2 = (int(v) for v in rng.integers(-128, 128, 2))
+        p = add_params(s1, z1, s2, z2, so * (40 if i == 4 else 1), zout)
+        if tie:  # output multiplier with odd part 1: many sums are exact ties
+            p = replace(p, output_mult=1 << 30, output_shift=min(p.output_shift, -1))
+        x1 = rng.integers(-128, 128, size, dtype=np.int8)
+        x2 = rng.integers(-128, 128, size, dtype=np.int8)
+        with rounding_mode("onnx"):
+            for c in dsp_cases.add_cases(f"onnx_add{i}", x1, x2, p, lo, hi, add.add_s8(x1, x2, p, lo, hi)):
+                cases.append(replace(c, name=c.name + "_onnx", function="ecc_dsp_add_onnx_s8"))
+    return cases
+
+
 def onnx_cases(seed: int = 13) -> list[Case]:
     """Every onnx-rounding and -128-weight case (test_dsp_kernels runs them on every dsp board)."""
     rng = np.random.default_rng(seed)
     return (conv_onnx_cases(rng) + depthwise_onnx_cases(rng) + fc_onnx_cases(rng) + tconv_onnx_cases(rng)
-            + boundary_cases())
+            + boundary_cases() + add_onnx_cases(rng))

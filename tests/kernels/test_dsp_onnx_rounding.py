@@ -5,9 +5,8 @@
   integers equals the oracle multiply_by_quantized_multiplier_rne on random and tie-only inputs, and
   ECC_DSP_RNE is only chosen where no tie changes an output (packing.tie_free).
 - The cases of dsp_onnx_cases.py (every dsp kernel with a requantization epilogue, random, tie-heavy,
-  edge and -128-weight layers) run bit-exact on the Cortex-M4 under QEMU against the numpy reference
-  of rounding "onnx" (test_dsp_kernels runs them on the M7 and M33 too); the tie-heavy layers do
-  hold ties, where TFLM's double rounding differs.
+  edge and -128-weight layers) run bit-exact on the Cortex-M4, M7 and M33 under QEMU against the numpy
+  reference of rounding "onnx"; the tie-heavy layers do hold ties, where TFLM's double rounding differs.
 - Plans: -128 weights keep every kernel but dsp/fully_connected (16-bit lane pairs), whose reason is
   given; the reasons (why_not) of the other variants.
 """
@@ -148,17 +147,21 @@ _RESULTS: dict[str, list] = {}
 
 
 @pytest.fixture(scope="module")
-def m4_results(tmp_path_factory, need_board):
-    if "r" not in _RESULTS:
-        need_board("mps2-an386")
-        out = tmp_path_factory.mktemp("dsp_onnx")
-        _RESULTS["r"] = dsp_harness.run("mps2-an386", dsp_harness.build("mps2-an386", out), CASES, out / "run")
-    return _RESULTS["r"]
+def results(tmp_path_factory, need_board):
+    """board -> per-case (rc, guards intact, output): one firmware build and one QEMU run per board."""
+    def get(board: str):
+        if board not in _RESULTS:
+            need_board(board)
+            out = tmp_path_factory.mktemp(f"dsp_onnx_{board}")
+            _RESULTS[board] = dsp_harness.run(board, dsp_harness.build(board, out), CASES, out / "run")
+        return _RESULTS[board]
+    return get
 
 
+@pytest.mark.parametrize("board", dsp_harness.BOARDS)
 @pytest.mark.parametrize("index", range(len(CASES)), ids=[c.name for c in CASES])
-def test_dsp_onnx_bit_exact_m4(m4_results, index):
-    rc, guards, got = m4_results[index]
+def test_dsp_onnx_bit_exact(results, board, index):
+    rc, guards, got = results(board)[index]
     c = CASES[index]
     assert rc == 0, f"{c.function} returned {rc}"
     assert guards, f"{c.function} wrote past its output or its scratch"
@@ -166,4 +169,5 @@ def test_dsp_onnx_bit_exact_m4(m4_results, index):
     out = np.frombuffer(got, np.int8)
     assert out.size == exp.size
     bad = np.flatnonzero(out != exp)
-    assert bad.size == 0, f"{c.function}: {bad.size} of {exp.size} differ, first at {bad[0]}: {out[bad[0]]} vs {exp[bad[0]]}"
+    assert bad.size == 0, (f"{c.function}: {bad.size} of {exp.size} differ, first at {bad[0]}: "
+                           f"{out[bad[0]]} vs {exp[bad[0]]}")

@@ -264,7 +264,8 @@ def _fc_conv_node(node: Node, graph: Graph, mode: str, pointwise: bool) -> Plan 
 
 # after FULLY_CONNECTED*: the conv2d entry points (kernel column "dsp_1x1...", "dsp..." of Conv2D's)
 FULLY_CONNECTED_AS_CONV = tuple(
-    planned_variant("conv2d", "1x1" if pointwise else "", mode, lambda n, g, m=mode, p=pointwise: _fc_conv_node(n, g, m, p))
+    planned_variant("conv2d", "1x1" if pointwise else "", mode,
+                    lambda n, g, m=mode, p=pointwise: _fc_conv_node(n, g, m, p))
     for pointwise in (True, False) for mode in C_MODES)
 
 
@@ -285,15 +286,32 @@ def dsp_exact(p: AddParams) -> bool:
 
 
 # where it pays (DSP_MIN_SIZE elements on); like the portable flat kernel, the output may alias an input
-ADD = dsp_variant("add", applies=lambda n, g: (not needs_broadcast(n, g) and g.t(n.outputs[0]).size >= DSP_MIN_SIZE
-                                              and dsp_exact(add.params(n, g)[0])),
-                  scratch_bytes=lambda n, g: 2 * 256 * 4, inplace_inputs=(0, 1))
+def add_why_not(node: Node, graph: Graph) -> str | None:
+    """Why dsp/add does not apply to an Add node (None when it does)."""
+    if needs_broadcast(node, graph):
+        return "broadcast"
+    if graph.t(node.outputs[0]).size < DSP_MIN_SIZE:
+        return f"fewer than {DSP_MIN_SIZE} elements (the tables would not pay)"
+    if not dsp_exact(add.params(node, graph)[0]):
+        return "requantization multiplier out of range"
+    return None
+
+
+# (the onnx entry point: the output stage of rounding onnx, the input terms as TFLM's in both, as portable add)
+ADD, ADD_ONNX = (dsp_variant("add", mode=mode, applies=lambda n, g: add_why_not(n, g) is None, why_not=add_why_not,
+                             scratch_bytes=lambda n, g: 2 * 256 * 4, inplace_inputs=(0, 1))
+                 for mode in ("full", "onnx"))
 
 
 # ---- DSP variants (c_templates/kernels/dsp/): the portable argument lists, no scratch ---------
 # avg: four channels summed in int16 lanes, exact while a window holds at most 255 cells
-AVG_POOL2D = dsp_variant("avg_pool2d", applies=lambda n, g: n.attrs.window.kernel[0] * n.attrs.window.kernel[1] <= 255,
-                      scratch_bytes=lambda n, g: 0)
+def _avg_cells(node: Node) -> int:
+    return node.attrs.window.kernel[0] * node.attrs.window.kernel[1]
+
+
+# TFLM's rounding only: no onnx entry point yet (under onnx the portable twin runs)
+AVG_POOL2D = dsp_variant("avg_pool2d", applies=lambda n, g: _avg_cells(n) <= 255, scratch_bytes=lambda n, g: 0,
+                         why_not=lambda n, g: "window of more than 255 cells" if _avg_cells(n) > 255 else None)
 MAX_POOL2D = dsp_variant("max_pool2d", applies=lambda n, g: True, scratch_bytes=lambda n, g: 0,
                          roundings=("tflm", "onnx"))  # rounds nothing
 
@@ -302,6 +320,6 @@ MAX_POOL2D = dsp_variant("max_pool2d", applies=lambda n, g: True, scratch_bytes=
 add_variants(OpKind.CONV2D, *CONV2D)
 add_variants(OpKind.DEPTHWISE_CONV2D, *DEPTHWISE_CONV2D)
 add_variants(OpKind.FULLY_CONNECTED, FULLY_CONNECTED, FULLY_CONNECTED_ONNX, *FULLY_CONNECTED_AS_CONV)
-add_variants(OpKind.ADD, ADD)
+add_variants(OpKind.ADD, ADD, ADD_ONNX)
 add_variants(OpKind.AVG_POOL2D, AVG_POOL2D)
 add_variants(OpKind.MAX_POOL2D, MAX_POOL2D)

@@ -48,8 +48,8 @@ def dsp_variant(op: str, variant: str = "", *, mode: str = "full", applies: Call
     """The dsp/<op>[_<variant>]_s8.c.j2 kernel entry point for one requantization mode: function
     ecc_dsp_<op>[_<variant>][_relu|_clamp|_onnx|_onnx_clamp]_s8, reported as kernel
     "dsp[_<variant>][_relu|...]". It applies only to graphs whose `rounding` (graph_rounding) is the
-    mode's (mode_rounding), or one of `roundings` (kernels that round nothing). args None: the op's portable argument list; headers: dsp/ headers beyond
-    DSP_HEADERS; why_not: the reason it does not apply to a node (None for a graph of the other
+    mode's (mode_rounding), or one of `roundings` (kernels that round nothing). args None: the op's
+    portable argument list; headers: dsp/ headers beyond DSP_HEADERS; why_not: the reason it does not apply to a node (None for a graph of the other
     rounding: that variant is not a candidate there); kw: further KernelVariant fields."""
     stem = f"{op}_{variant}" if variant else op
     tail = "" if mode == "full" else f"_{mode}"

@@ -228,6 +228,13 @@ int ecc_dsp_add_s8(int8_t *scratch,
     int32_t output_offset, int32_t output_mult, int32_t output_shift, int32_t act_min, int32_t act_max,
     int32_t size, const int8_t *input1, const int8_t *input2, int8_t *output);
 
+/* the same, rounding onnx (the output stage of add_s8_onnx) */
+int ecc_dsp_add_onnx_s8(int8_t *scratch,
+    int32_t input1_offset, int32_t input1_mult, int32_t input1_shift,
+    int32_t input2_offset, int32_t input2_mult, int32_t input2_shift, int32_t left_shift,
+    int32_t output_offset, int32_t output_mult, int32_t output_shift, int32_t act_min, int32_t act_max,
+    int32_t size, const int8_t *input1, const int8_t *input2, int8_t *output);
+
 /* same arguments as ecc_avg_pool2d_s8 (windows of at most 255 cells) and ecc_max_pool2d_s8 */
 int ecc_dsp_avg_pool2d_s8(int8_t *scratch,
     int32_t stride_h, int32_t stride_w, int32_t pad_top, int32_t pad_left, int32_t k_h, int32_t k_w,
