@@ -95,6 +95,32 @@ def test_bl01_in_the_generated_c(tmp_path: Path, edgecc, need_board, board: str,
     jsonschema.validate(report, json.loads((ROOT / "profiler" / "schema.json").read_text()))
 
 
+@pytest.mark.needs_gcc
+@pytest.mark.parametrize("rounding", ["tflm", "onnx"])
+def test_minus_128_weights_run_the_dsp_kernels(tmp_path: Path, edgecc, need_board, rounding: str) -> None:
+    """A QLinearMatMul whose weights hold -128 (as PPQ / vendor QDQ files have them) on mps2-an386: the
+    FC kernel's 16-bit lane pairs step aside for its conv2d GEMM fallback (kernel dsp_gemm*), not the
+    portable kernel; bit-exact, and under onnx equal to onnxruntime."""
+    need_board("mps2-an386")
+    m = ModelBuilder(22)
+    w = np.where(np.arange(32 * 6).reshape(32, 6) % 3 == 0, -128, np.arange(32 * 6).reshape(32, 6) % 97 - 48)
+    ins = [m.input("a", (1, 32), np.int8), m.const("as", 1.0), m.const("az", 0, np.int8),
+           m.const("w", w, np.int8), m.const("ws", 1.0), m.const("wz", 0, np.int8),
+           m.const("ys", float(np.float32(3001.7))), m.const("yz", -3, np.int8)]
+    m.node("QLinearMatMul", ins, "y")
+    m.output("y", np.int8)
+    model = m.save(tmp_path / "m128.onnx")
+    np.savez(tmp_path / "x.npz", a=np.random.default_rng(5).integers(-128, 128, (8, 1, 32)).astype(np.float32))
+    out = _run_yaml(tmp_path, edgecc, model, tmp_path / "x.npz", "mps2-an386", rounding)
+    report = _report(out)
+    v = report["verification"]
+    kernel = report["ops"][0]["kernel"]
+    assert v["bit_exact"] and kernel.startswith("dsp_gemm") and kernel.endswith(("_onnx", "_onnx_clamp")) == (
+        rounding == "onnx"), kernel
+    if rounding == "onnx":
+        assert v["ort_max_abs_diff_lsb"] == 0
+
+
 def _kws_inputs(path: Path, n: int, seed: int) -> np.ndarray:
     """n seeded uniform float inputs over the model input's int8 range, saved to `path`."""
     qi = import_int8(KWS).t("input_1").quant

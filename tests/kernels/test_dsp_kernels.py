@@ -12,6 +12,7 @@ import pytest
 import dsp_cases
 import dsp_harness
 import dsp_onnx_cases
+from toolchain.isa import dsp
 
 SETS = dsp_cases.conformance_sets()
 CASES = [c for fam, name in SETS for c in dsp_cases.conformance_cases(fam, name)] + dsp_cases.random_cases()
@@ -66,29 +67,33 @@ def test_dsp_bit_exact(results, board, index):
                           f"got {out[bad[0]]}, want {exp[bad[0]]}"
 
 
-def test_minus_128_weights_are_rejected():
-    """BL-04: no dsp entry point accepts weights holding -128 (a variant pairing products in 16-bit
-    lanes must see weights in [-127, 127]); the same call with the -128 replaced is accepted."""
+def test_minus_128_weights_keep_the_entry_points():
+    """BL-04 (issue 13): the conv2d and depthwise entry points accept weights holding -128 exactly as
+    they accept the same call without it (each product in its own int16 lane, SMLAD / SMLABB sum in 32
+    bits; bit-exactness: dsp_onnx_cases' minus128 layers); only dsp/fully_connected, which pairs two
+    weights in one 16-bit lane, steps aside (its conv2d GEMM fallback takes them, dsp.fc_as_conv_plan_why)."""
     rng = np.random.default_rng(4)
     x = rng.integers(-128, 128, (1, 5, 5, 8), dtype=np.int8)
     w = rng.integers(-127, 128, (4, 3, 3, 8), dtype=np.int8)
     k = dict(stride=(1, 1), pad=(1, 1), dilation=(1, 1), out_hw=(5, 5), input_offset=128, output_offset=-128,
              out_mult=np.full(4, 1 << 30), out_shift=np.full(4, -12), act_min=-128, act_max=127)
     y = np.zeros((1, 5, 5, 4), np.int8)
-    assert dsp_cases.conv_cases("ok", x, w, None, k, y)
+    fns = lambda cases: [c.function for c in cases]  # noqa: E731
+    ok = fns(dsp_cases.conv_cases("ok", x, w, None, k, y))
     w[2, 1, 1, 3] = -128
-    assert not dsp_cases.conv_cases("m128", x, w, None, k, y)
+    assert ok and fns(dsp_cases.conv_cases("m128", x, w, None, k, y)) == ok
     wd = rng.integers(-127, 128, (1, 3, 3, 8), dtype=np.int8)
     kd = {**k, "depth_multiplier": 1, "out_mult": np.full(8, 1 << 30), "out_shift": np.full(8, -12)}
-    assert dsp_cases.depthwise_cases("ok", x, wd, None, kd, np.zeros((1, 5, 5, 8), np.int8))
+    ok = fns(dsp_cases.depthwise_cases("ok", x, wd, None, kd, np.zeros((1, 5, 5, 8), np.int8)))
     wd[0, 0, 2, 5] = -128
-    assert not dsp_cases.depthwise_cases("m128", x, wd, None, kd, np.zeros((1, 5, 5, 8), np.int8))
+    assert ok and fns(dsp_cases.depthwise_cases("m128", x, wd, None, kd, np.zeros((1, 5, 5, 8), np.int8))) == ok
     wf = rng.integers(-127, 128, (3, 8), dtype=np.int8)
     kf = dict(input_offset=1, filter_offset=0, output_offset=0, out_mult=[1 << 30], out_shift=[-10], act_min=-128,
               act_max=127)
     assert dsp_cases.fc_cases("ok", x[0, 0, :1], wf, None, kf, np.zeros((1, 3), np.int8))
     wf[1, 1] = -128
     assert not dsp_cases.fc_cases("m128", x[0, 0, :1], wf, None, kf, np.zeros((1, 3), np.int8))
+    assert dsp.fc_as_conv_plan_why(kf, (1, 8), wf, None, (1, 3), mode="full", pointwise=True)[1] > 0
 
 
 def test_kernels_have_no_static_data(results, tmp_path_factory):

@@ -7,6 +7,8 @@ op semantics from the op modules (their public `s8_kwargs`/`params`). Not here: 
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from toolchain.ir import Graph, Node
@@ -262,11 +264,12 @@ def _fc_conv_node(node: Node, graph: Graph, mode: str, pointwise: bool) -> Plan 
                                pointwise=pointwise, x=x.name, y=y.name)
 
 
-# after FULLY_CONNECTED*: the conv2d entry points (kernel column "dsp_1x1...", "dsp..." of Conv2D's)
+# after FULLY_CONNECTED*: the conv2d entry points, reported as kernel "dsp_gemm[_1x1][_<mode>]"
 FULLY_CONNECTED_AS_CONV = tuple(
-    planned_variant("conv2d", "1x1" if pointwise else "", mode,
-                    lambda n, g, m=mode, p=pointwise: _fc_conv_node(n, g, m, p))
-    for pointwise in (True, False) for mode in C_MODES)
+    replace(v, name="dsp_gemm" + v.name.removeprefix("dsp")) for v in (
+        planned_variant("conv2d", "1x1" if pointwise else "", mode,
+                        lambda n, g, m=mode, p=pointwise: _fc_conv_node(n, g, m, p))
+        for pointwise in (True, False) for mode in C_MODES))
 
 
 # ---- DSP variant (c_templates/kernels/dsp/add_s8.c.j2): same arguments, tabulated inputs ------
