@@ -102,7 +102,7 @@ def test_minus_128_weights_run_the_dsp_kernels(tmp_path: Path, edgecc, need_boar
     FC kernel's 16-bit lane pairs step aside for its conv2d GEMM fallback (kernel dsp_gemm*), not the
     portable kernel; bit-exact, and under onnx equal to onnxruntime."""
     need_board("mps2-an386")
-    m = ModelBuilder(22)
+    m = ModelBuilder(21)
     w = np.where(np.arange(32 * 6).reshape(32, 6) % 3 == 0, -128, np.arange(32 * 6).reshape(32, 6) % 97 - 48)
     ins = [m.input("a", (1, 32), np.int8), m.const("as", 1.0), m.const("az", 0, np.int8),
            m.const("w", w, np.int8), m.const("ws", 1.0), m.const("wz", 0, np.int8),
