@@ -7,8 +7,9 @@ Each case goes through the compiler's own plans (toolchain/isa/dsp.py) for the o
 fixed_point.rounding_mode("onnx"), the oracle the portable `_onnx` C twins are held to
 (multiply_by_quantized_multiplier_rne). Kinds of layers:
 - random: ordinary calibrated multipliers (every odd part large: the fast `_onnx` mode applies);
-- ties: multipliers 2^30 and 3 * 2^29 (odd parts 1 and 3) with small shifts and small accumulators,
-  so that many outputs are exact ties (tie_count counts them; TFLM's rounding differs there);
+- ties: multipliers 2^30 and 3 * 2^29 (odd parts 1 and 3, as power-of-two scales give) with small
+  shifts and small accumulators, so that many outputs are exact ties (the `_onnx_tie` and
+  `_onnx_clamp` entry points; TFLM's rounding differs there);
 - edges: shift 0 (e = 0), multiplier 0, shifts below -31 (they give 0 under onnx), narrow ranges;
 - minus128: weights holding -128 in every kernel, under both roundings (TFLM's modes too).
 """
@@ -79,6 +80,8 @@ def conv_onnx_cases(rng: np.random.Generator, kinds=KINDS) -> list[Case]:
             w = _weights(rng, (cout, kh, kw, cin), lo=-4 if kind == "ties" else -127, hi=5 if kind == "ties" else 128,
                          minus128=kind == "minus128")
             bias = rng.integers(-5000, 5000, cout).astype(np.int32) // (10 if kind == "ties" else 1)
+            if kind in ("random", "ties") and cout > 2:
+                w[-1] = 0  # a constant channel: the sparse 1x1 entry points apply too
             scale = (4.0 * 16 if kind == "ties" else 80.0 * 60) * np.sqrt(kh * kw * cin)
             mult, shift = _layer_params(rng, kind, cout, scale)
             zin = 0 if kind == "ties" else zin

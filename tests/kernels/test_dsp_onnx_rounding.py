@@ -81,6 +81,31 @@ def test_rne_fast_formula_where_tie_free():
     assert worst == [1024], "odd part 509 has an output-changing tie (the bound is tight)"
 
 
+def _rne_tie(acc: np.ndarray, mult: np.ndarray, e: np.ndarray, off: int) -> np.ndarray:
+    """ECC_DSP_OUT_RNE_TIE in integers: q = hi >> (e - 1); minus 2 when lo == 0, (q << (e - 1)) == hi and
+    q mod 4 == 1; then ssat8((q + 2 off + 1) >> 1)."""
+    p = 2 * acc * mult
+    hi, lo = p >> 32, p & 0xFFFFFFFF
+    sh = e - 1
+    q = hi >> sh
+    fix = (lo == 0) & ((q << sh) == hi) & (q & 3 == 1)
+    return np.clip((q - 2 * fix + 2 * off + 1) >> 1, -128, 127)
+
+
+def test_rne_tie_formula_is_the_oracle():
+    """ECC_DSP_RNE_TIE (full range, e >= 1, any multiplier) == the oracle + offset, saturated, on random
+    accumulators and on exact ties of power-of-two multipliers (odd parts 1, 3, 509)."""
+    rng = np.random.default_rng(4)
+    for odd, a in ((1, 30), (3, 29), (509, 21), (2**23 + 1, 7)):
+        for e in (1, 2, 5, 13, 31):
+            mult = np.full(6000, odd << a)
+            acc = np.concatenate([rng.integers(-(1 << 29), 1 << 29, 2000), rng.integers(-3000, 3000, 2000),
+                                  ((rng.integers(-300, 300, 2000) | 1) << min(max(0, 30 + e - a), 20))])
+            for off in (-128, -1, 0, 127):
+                want = np.clip(multiply_by_quantized_multiplier_rne(acc, mult, -e) + off, -128, 127)
+                np.testing.assert_array_equal(_rne_tie(acc, mult, np.full_like(acc, e), off), want, (odd, e, off))
+
+
 def test_tie_cases_hold_ties():
     """The tie-heavy conv layers of dsp_onnx_cases have outputs where onnx's and TFLM's roundings
     differ (so the cases can fail a kernel that rounds like TFLM)."""
@@ -96,7 +121,7 @@ def test_tie_cases_hold_ties():
     assert (tflm != onnx).sum() >= 5  # 8 of 180 here
     assert not tie_free(mult).any()
     f = fold_layer(w.reshape(5, -1), None, 0, mult, shift, 0, (-128, 127), rounding="onnx")
-    assert f.modes == ("onnx_clamp",)  # ties reachable: the exact mode only
+    assert f.modes == ("onnx_tie", "onnx_clamp")  # ties reachable: not the plain `_onnx` mode
 
 
 def test_cases_cover_every_onnx_entry_point():

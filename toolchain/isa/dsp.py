@@ -12,8 +12,8 @@ from dataclasses import replace
 import numpy as np
 
 from toolchain.ir import Graph, Node
-from toolchain.isa.packing import (C_MODES, INT32_LIMIT, dsp_variant, fc_blob_why_not, fc_blocks, fold_layer_why,
-                                   gemm_groups, mode_rounding, pack_fc_blob, pack_gemm_blob, pack_sparse_gemm_blob,
+from toolchain.isa.packing import (ALL_MODES, C_MODES, INT32_LIMIT, dsp_variant, fc_blob_why_not, fc_blocks,
+                                   fold_layer_why, gemm_groups, mode_rounding, pack_fc_blob, pack_gemm_blob, pack_sparse_gemm_blob,
                                    split_constants)
 from toolchain.ops import add, conv2d, depthwise_conv2d, fully_connected
 from toolchain.ops.binary import needs_broadcast
@@ -46,7 +46,9 @@ def mode_why_not(f, mode: str, act_range: tuple[int, int]) -> str | None:
     if mode == "relu":
         return "output zero point is not -128 or a multiplier is 0.5 or more"
     if mode == "onnx":
-        return "a requantization tie is reachable or a multiplier is 0.5 or more (the clamping variant applies)"
+        return "a requantization tie is reachable or a multiplier is 0.5 or more"
+    if mode == "onnx_tie":
+        return "a multiplier is 0.5 or more (the clamping variant applies)"
     return f"requantization mode {mode} does not apply"
 
 
@@ -125,8 +127,8 @@ def _conv2d_dsp(mode: str, pointwise: bool, sparse: bool = False) -> KernelVaria
 
 
 # sparse first: it only applies to layers with a constant channel, which it then runs faster
-CONV2D = (*(_conv2d_dsp(mode, True, True) for mode in C_MODES),
-          *(_conv2d_dsp(mode, pointwise) for pointwise in (True, False) for mode in C_MODES))
+CONV2D = (*(_conv2d_dsp(mode, True, True) for mode in ALL_MODES),
+          *(_conv2d_dsp(mode, pointwise) for pointwise in (True, False) for mode in ALL_MODES))
 
 
 # ---- DSP variants (c_templates/kernels/dsp/): predicates, scratch, argument lists -----------
@@ -193,7 +195,7 @@ def _depthwise_dsp(mode: str, three: bool) -> KernelVariant:
                            lambda n, g: _depthwise_node(n, g, mode, three), headers=("dsp/ecc_dsp_depthwise.h",))
 
 
-DEPTHWISE_CONV2D = tuple(_depthwise_dsp(mode, three) for three in (True, False) for mode in C_MODES)
+DEPTHWISE_CONV2D = tuple(_depthwise_dsp(mode, three) for three in (True, False) for mode in ALL_MODES)
 
 
 # ---- DSP variant (c_templates/kernels/dsp/): predicate, scratch, argument list ---------------
@@ -269,7 +271,7 @@ FULLY_CONNECTED_AS_CONV = tuple(
     replace(v, name="dsp_gemm" + v.name.removeprefix("dsp")) for v in (
         planned_variant("conv2d", "1x1" if pointwise else "", mode,
                         lambda n, g, m=mode, p=pointwise: _fc_conv_node(n, g, m, p))
-        for pointwise in (True, False) for mode in C_MODES))
+        for pointwise in (True, False) for mode in ALL_MODES))
 
 
 # ---- DSP variant (c_templates/kernels/dsp/add_s8.c.j2): same arguments, tabulated inputs ------

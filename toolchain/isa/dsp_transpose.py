@@ -15,7 +15,7 @@ import numpy as np
 
 from toolchain.ir import Graph, Node
 from toolchain.isa.dsp import mode_why_not, plan_or_none, planned_variant
-from toolchain.isa.packing import C_MODES, fold_layer_why, gemm_groups, mode_rounding, pack_gemm_blob
+from toolchain.isa.packing import ALL_MODES, fold_layer_why, gemm_groups, mode_rounding, pack_gemm_blob
 from toolchain.ops import transpose_conv
 from toolchain.ops.registry import CArg, OpKind, add_variants
 
@@ -81,6 +81,6 @@ def _node_plan(node: Node, graph: Graph, mode: str) -> tuple[list[CArg], int] | 
 
 
 TRANSPOSE_CONV = tuple(planned_variant("transpose_conv", "", mode, lambda n, g, mode=mode: _node_plan(n, g, mode))
-                       for mode in C_MODES)
+                       for mode in ALL_MODES)
 
 add_variants(OpKind.TRANSPOSE_CONV, *TRANSPOSE_CONV)

@@ -21,11 +21,12 @@ from toolchain.ops.registry import CArg, KernelVariant
 
 DSP_HEADERS = ("dsp/ecc_dsp_kernels.h", "dsp/ecc_dsp.h")
 INT32_LIMIT = 2**31
-# requantization modes of the dsp kernels: TFLM's double rounding (MODES) and onnx's one rounding, ties
-# to even (ONNX_MODES); C_MODES in the order of their ECC_DSP_* numbers (ecc_dsp.h)
+# requantization modes of the dsp kernels, fastest first: TFLM's double rounding (MODES) and onnx's one
+# rounding, ties to even (ONNX_MODES); C_MODES in the order of their ECC_DSP_* numbers (ecc_dsp.h)
 MODES = ("relu", "full", "clamp")
-ONNX_MODES = ("onnx", "onnx_clamp")
-C_MODES = MODES + ONNX_MODES
+ONNX_MODES = ("onnx", "onnx_tie", "onnx_clamp")
+C_MODES = (*MODES, "onnx", "onnx_clamp", "onnx_tie")
+ALL_MODES = MODES + ONNX_MODES  # the order the variants of a kernel are tried in
 LIVE = 999  # constant_channels' mark of a channel whose output depends on the input
 TIE_FREE_ODD = 511  # ecc_dsp.h ECC_DSP_RNE: with an odd multiplier part this large no tie changes an int8 output
 
@@ -252,8 +253,8 @@ class Folded:
     const: np.ndarray | None = None
 
     def shift(self, mode: str) -> np.ndarray:
-        """The int8 shift array of a mode: e, or e - 1 for relu and onnx (ecc_dsp.h)."""
-        return (np.maximum(self.e - 1, 0) if mode in ("relu", "onnx") else self.e).astype(np.int8)
+        """The int8 shift array of a mode: e, or e - 1 for relu, onnx and onnx_tie (ecc_dsp.h)."""
+        return (np.maximum(self.e - 1, 0) if mode in ("relu", "onnx", "onnx_tie") else self.e).astype(np.int8)
 
 
 def constant_channels(w2d: np.ndarray, folded_bias: np.ndarray, mult: np.ndarray, shift: np.ndarray,
@@ -343,7 +344,7 @@ def fold_layer_why(w2d: np.ndarray, bias: np.ndarray | None, input_offset: int, 
     if rounding == "onnx":
         # the rewritten constant channels round nothing (exact products), so only the others count
         ties = live & ~over & ~tie_free(np.where(live, mult, 1))
-        modes = ("onnx",) if full and np.all(e >= 1) and not np.any(ties) else ()
+        modes = ((() if np.any(ties) else ("onnx",)) + ("onnx_tie",)) if full and np.all(e >= 1) else ()
         modes += ("onnx_clamp",)
     else:
         modes = (("relu",) if full and output_offset == -128 and np.all(e >= 1) else ()) + (("full",) if full else ())

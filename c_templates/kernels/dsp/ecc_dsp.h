@@ -14,8 +14,8 @@
  *   on the accumulator holds. Three modes (ECC_DSP_RELU / FULL / CLAMP, one kernel entry point
  *   each): RELU layers (output range [-128, 127] with zero point -128) skip the rounding of
  *   negative values, which clamp to -128 either way; FULL needs no clamp beyond int8.
- *   `rounding: onnx` (one rounding, ties to even, as onnxruntime) has two more modes, ECC_DSP_RNE and
- *   ECC_DSP_RNE_CLAMP: the same kernels, only the output rescale differs (ecc_dsp_out).
+ *   `rounding: onnx` (one rounding, ties to even, as onnxruntime) has three more modes, ECC_DSP_RNE,
+ *   ECC_DSP_RNE_TIE and ECC_DSP_RNE_CLAMP: the same kernels, only the output rescale differs (ecc_dsp_out).
  * 32-bit loads from int8 tensors go through memcpy (LDR tolerates misalignment, LDRD/LDM fault)
  * unless the tensor rows are word aligned (ecc_dsp_w32).
  */
@@ -68,6 +68,7 @@ static inline int32_t ecc_dsp_ssat8_asr1(int32_t v)
 #define ECC_DSP_CLAMP 2 /* anything else */
 #define ECC_DSP_RNE 3       /* rounding onnx: output range [-128, 127], every e >= 1, no tie reachable */
 #define ECC_DSP_RNE_CLAMP 4 /* rounding onnx: anything else (any range, e in [0, 31], ties) */
+#define ECC_DSP_RNE_TIE 5   /* rounding onnx: output range [-128, 127], every e >= 1, ties reachable */
 
 /* The onnx output rescale: x * mult * 2^(-31 - e) rounded once, ties to even (numpy twin:
  * multiply_by_quantized_multiplier_rne, portable ecc_multiply_by_quantized_multiplier_rne), + off.
@@ -82,6 +83,10 @@ static inline int32_t ecc_dsp_ssat8_asr1(int32_t v)
  * v = odd * m_odd / 2, and half up differs from RNE only when the lower neighbour L = v - 1/2 is even,
  * giving L + 1 for L: visible only if L + off is in [-128, 126], i.e. (off in [-128, 127], L even)
  * |v| <= 254.5. packing.py requires m_odd >= 511 for every live channel, so |v| >= 255.5.
+ * ECC_DSP_RNE_TIE (sh = e - 1, layers whose multipliers make ties reachable, e.g. power-of-two scales):
+ * ECC_DSP_RNE minus the tie term. With q = hi >> sh, p's tie with an even lower neighbour is lo == 0,
+ * the low sh bits of hi zero ((q << sh) == hi) and q mod 4 == 1 (bit e-1 of hi set: the half; bit e
+ * clear: floor(p / 2^T) even); then ((q - 2 + k) >> 1) is the half-up value minus one, plus off.
  * ECC_DSP_RNE_CLAMP (sh = e): the formula above in 64-bit C, then the clamp. */
 static inline int32_t ecc_dsp_rne_hi(int32_t acc2, int32_t mult)
 {
@@ -108,6 +113,9 @@ static inline int8_t ecc_dsp_out(int32_t acc2, int32_t mult, int32_t sh, int32_t
     int32_t h, y;
     if (mode == ECC_DSP_RNE) {
         return (int8_t)ecc_dsp_ssat8_asr1((ecc_dsp_rne_hi(acc2, mult) >> sh) + k);
+    }
+    if (mode == ECC_DSP_RNE_TIE) {
+        return (int8_t)__ssat(ecc_dsp_rne_exact(acc2, mult, sh + 1) + (k >> 1), 8);
     }
     if (mode == ECC_DSP_RNE_CLAMP) {
         y = ecc_dsp_rne_exact(acc2, mult, sh) + (k >> 1);
@@ -225,6 +233,22 @@ static inline int32_t *ecc_dsp_fill(int32_t *dst, int32_t k, int32_t zq)
     "asr %[" acc "], %[" acc "], %[t2]\n\t" \
     "add %[" acc "], %[" acc "], %[t3]\n\t" \
     "ssat %[" acc "], #8, %[" acc "], asr #1\n\t"
+/* ECC_DSP_RNE_TIE (see ecc_dsp_rne_hi): t5 = q, x = low bits of hi and lo, n = q mod 4 xor 1; the
+ * loop reloads x and n after the stores */
+#define ECC_DSP_OUT_RNE_TIE(acc, m) \
+    "lsl %[" acc "], %[" acc "], #1\n\t" \
+    "smull %[t4], %[" acc "], %[" acc "], %[" m "]\n\t" \
+    "asr %[t5], %[" acc "], %[t2]\n\t" \
+    "lsl %[x], %[t5], %[t2]\n\t" \
+    "eor %[x], %[x], %[" acc "]\n\t" \
+    "orr %[x], %[x], %[t4]\n\t" \
+    "and %[n], %[t5], #3\n\t" \
+    "eor %[n], %[n], #1\n\t" \
+    "orrs %[x], %[x], %[n]\n\t" \
+    "it eq\n\t" \
+    "subeq %[t5], %[t5], #2\n\t" \
+    "add %[t5], %[t5], %[t3]\n\t" \
+    "ssat %[" acc "], #8, %[t5], asr #1\n\t"
 #define ECC_DSP_OUT_FULL(acc, m) \
     "lsl %[" acc "], %[" acc "], #1\n\t" \
     "smmulr %[" acc "], %[" acc "], %[" m "]\n\t" \
@@ -320,6 +344,8 @@ static inline __attribute__((always_inline)) void ecc_dsp_gemm_2col(
             ECC_DSP_GEMM_PAIRS(ECC_DSP_OUT_RELU);
         } else if (mode == ECC_DSP_RNE) {
             ECC_DSP_GEMM_PAIRS(ECC_DSP_OUT_RNE);
+        } else if (mode == ECC_DSP_RNE_TIE) {
+            ECC_DSP_GEMM_PAIRS(ECC_DSP_OUT_RNE_TIE);
         } else {
             ECC_DSP_GEMM_PAIRS(ECC_DSP_OUT_FULL);
         }

@@ -10,7 +10,8 @@
  *   output range is [-128, 127] with zero point -128 (their shift is one less), plain for the range
  *   [-128, 127], `_clamp` for any other range; under `rounding: onnx` (one rounding, ties to even)
  *   `_onnx` for the range [-128, 127] when no tie can change an output (its shift is one less) and
- *   `_onnx_clamp` for anything else; fully_connected takes the mode as an argument (ECC_DSP_*);
+ *   `_onnx_tie` for that range where ties are reachable, `_onnx_clamp` for anything else;
+ *   fully_connected takes the mode as an argument (ECC_DSP_*);
  * - GEMM kernels (conv2d, conv2d_1x1): `weights` is one blob read front to back, per pair of
  *   output channels the folded biases, the two rows interleaved per 4-k group (`groups` groups,
  *   even), the multipliers and shifts and k (ecc_dsp.h); conv2d_1x1_sparse: a constant row first
@@ -53,6 +54,13 @@ int ecc_dsp_conv2d_onnx_clamp_s8(int8_t *scratch,
     int32_t k_h, int32_t k_w, int32_t groups, const int8_t *weights,
     int32_t out_h, int32_t out_w, int32_t out_c, int8_t *output);
 
+int ecc_dsp_conv2d_onnx_tie_s8(int8_t *scratch,
+    int32_t stride_h, int32_t stride_w, int32_t pad_top, int32_t pad_left, int32_t dilation_h, int32_t dilation_w,
+    int32_t input_zp, int32_t act_min, int32_t act_max,
+    int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, const int8_t *input,
+    int32_t k_h, int32_t k_w, int32_t groups, const int8_t *weights,
+    int32_t out_h, int32_t out_w, int32_t out_c, int8_t *output);
+
 int ecc_dsp_conv2d_relu_s8(int8_t *scratch,
     int32_t stride_h, int32_t stride_w, int32_t pad_top, int32_t pad_left, int32_t dilation_h, int32_t dilation_w,
     int32_t input_zp, int32_t act_min, int32_t act_max,
@@ -82,6 +90,13 @@ int ecc_dsp_conv2d_1x1_onnx_s8(int8_t *scratch,
     int32_t out_h, int32_t out_w, int32_t out_c, int8_t *output);
 
 int ecc_dsp_conv2d_1x1_onnx_clamp_s8(int8_t *scratch,
+    int32_t stride_h, int32_t stride_w,
+    int32_t act_min, int32_t act_max,
+    int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, const int8_t *input,
+    int32_t groups, const int8_t *weights,
+    int32_t out_h, int32_t out_w, int32_t out_c, int8_t *output);
+
+int ecc_dsp_conv2d_1x1_onnx_tie_s8(int8_t *scratch,
     int32_t stride_h, int32_t stride_w,
     int32_t act_min, int32_t act_max,
     int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, const int8_t *input,
@@ -119,6 +134,13 @@ int ecc_dsp_conv2d_1x1_sparse_onnx_s8(int8_t *scratch,
     int32_t out_h, int32_t out_w, int32_t out_c, int8_t *output);
 
 int ecc_dsp_conv2d_1x1_sparse_onnx_clamp_s8(int8_t *scratch,
+    int32_t stride_h, int32_t stride_w,
+    int32_t act_min, int32_t act_max,
+    int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, const int8_t *input,
+    int32_t groups, int32_t live_c, const int8_t *weights,
+    int32_t out_h, int32_t out_w, int32_t out_c, int8_t *output);
+
+int ecc_dsp_conv2d_1x1_sparse_onnx_tie_s8(int8_t *scratch,
     int32_t stride_h, int32_t stride_w,
     int32_t act_min, int32_t act_max,
     int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, const int8_t *input,
@@ -164,6 +186,14 @@ int ecc_dsp_depthwise_conv2d_onnx_clamp_s8(int8_t *scratch,
     int32_t k_h, int32_t k_w, const int8_t *weights, const int32_t *bias,
     int32_t out_h, int32_t out_w, int32_t out_c, int8_t *output);
 
+int ecc_dsp_depthwise_conv2d_onnx_tie_s8(int8_t *scratch,
+    int32_t stride_h, int32_t stride_w, int32_t pad_top, int32_t pad_left, int32_t dilation_h, int32_t dilation_w,
+    int32_t depth_multiplier, int32_t input_zp, int32_t out_k, int32_t act_min, int32_t act_max,
+    const int32_t *mult, const int8_t *shift,
+    int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, const int8_t *input,
+    int32_t k_h, int32_t k_w, const int8_t *weights, const int32_t *bias,
+    int32_t out_h, int32_t out_w, int32_t out_c, int8_t *output);
+
 int ecc_dsp_depthwise_conv2d_relu_s8(int8_t *scratch,
     int32_t stride_h, int32_t stride_w, int32_t pad_top, int32_t pad_left, int32_t dilation_h, int32_t dilation_w,
     int32_t depth_multiplier, int32_t input_zp, int32_t out_k, int32_t act_min, int32_t act_max,
@@ -194,6 +224,13 @@ int ecc_dsp_depthwise_conv2d_3x3_onnx_s8(int8_t *scratch,
     int32_t out_h, int32_t out_w, int32_t out_c, int8_t *output);
 
 int ecc_dsp_depthwise_conv2d_3x3_onnx_clamp_s8(int8_t *scratch,
+    int32_t stride_h, int32_t stride_w, int32_t pad_top, int32_t pad_left,
+    int32_t input_zp, int32_t out_k, int32_t act_min, int32_t act_max, const int32_t *mult, const int8_t *shift,
+    int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, const int8_t *input,
+    const int8_t *weights, const int32_t *bias,
+    int32_t out_h, int32_t out_w, int32_t out_c, int8_t *output);
+
+int ecc_dsp_depthwise_conv2d_3x3_onnx_tie_s8(int8_t *scratch,
     int32_t stride_h, int32_t stride_w, int32_t pad_top, int32_t pad_left,
     int32_t input_zp, int32_t out_k, int32_t act_min, int32_t act_max, const int32_t *mult, const int8_t *shift,
     int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, const int8_t *input,
@@ -271,6 +308,13 @@ int ecc_dsp_transpose_conv_onnx_s8(int8_t *scratch,
     int32_t out_h, int32_t out_w, int32_t out_c, int8_t *output);
 
 int ecc_dsp_transpose_conv_onnx_clamp_s8(int8_t *scratch,
+    int32_t stride_h, int32_t stride_w, int32_t pad_top, int32_t pad_left,
+    int32_t input_zp, int32_t act_min, int32_t act_max,
+    int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, const int8_t *input,
+    int32_t k_h, int32_t k_w, const int8_t *weights,
+    int32_t out_h, int32_t out_w, int32_t out_c, int8_t *output);
+
+int ecc_dsp_transpose_conv_onnx_tie_s8(int8_t *scratch,
     int32_t stride_h, int32_t stride_w, int32_t pad_top, int32_t pad_left,
     int32_t input_zp, int32_t act_min, int32_t act_max,
     int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, const int8_t *input,
