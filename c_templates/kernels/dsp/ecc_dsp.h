@@ -114,8 +114,11 @@ static inline int8_t ecc_dsp_out(int32_t acc2, int32_t mult, int32_t sh, int32_t
     if (mode == ECC_DSP_RNE) {
         return (int8_t)ecc_dsp_ssat8_asr1((ecc_dsp_rne_hi(acc2, mult) >> sh) + k);
     }
-    if (mode == ECC_DSP_RNE_TIE) {
-        return (int8_t)__ssat(ecc_dsp_rne_exact(acc2, mult, sh + 1) + (k >> 1), 8);
+    if (mode == ECC_DSP_RNE_TIE) { /* ECC_DSP_OUT_RNE_TIE in C */
+        const int64_t p = (int64_t)acc2 * mult;
+        const int32_t hi = (int32_t)(p >> 32), q = hi >> sh;
+        const int32_t fix = ((uint32_t)p == 0u) & ((q << sh) == hi) & ((q & 3) == 1);
+        return (int8_t)ecc_dsp_ssat8_asr1(q - 2 * fix + k);
     }
     if (mode == ECC_DSP_RNE_CLAMP) {
         y = ecc_dsp_rne_exact(acc2, mult, sh) + (k >> 1);
