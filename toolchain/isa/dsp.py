@@ -13,8 +13,8 @@ import numpy as np
 
 from toolchain.ir import Graph, Node
 from toolchain.isa.packing import (ALL_MODES, C_MODES, INT32_LIMIT, dsp_variant, fc_blob_why_not, fc_blocks,
-                                   fold_layer_why, gemm_groups, mode_rounding, pack_fc_blob, pack_gemm_blob, pack_sparse_gemm_blob,
-                                   split_constants)
+                                   fold_layer_why, gemm_groups, mode_rounding, pack_fc_blob, pack_gemm_blob,
+                                   pack_sparse_gemm_blob, split_constants)
 from toolchain.ops import add, conv2d, depthwise_conv2d, fully_connected
 from toolchain.ops.binary import needs_broadcast
 from toolchain.ops.fixed_point import AddParams, multiply_by_quantized_multiplier

@@ -50,8 +50,9 @@ def dsp_variant(op: str, variant: str = "", *, mode: str = "full", applies: Call
     ecc_dsp_<op>[_<variant>][_relu|_clamp|_onnx|_onnx_clamp]_s8, reported as kernel
     "dsp[_<variant>][_relu|...]". It applies only to graphs whose `rounding` (graph_rounding) is the
     mode's (mode_rounding), or one of `roundings` (kernels that round nothing). args None: the op's
-    portable argument list; headers: dsp/ headers beyond DSP_HEADERS; why_not: the reason it does not apply to a node (None for a graph of the other
-    rounding: that variant is not a candidate there); kw: further KernelVariant fields."""
+    portable argument list; headers: dsp/ headers beyond DSP_HEADERS; why_not: the reason it does not
+    apply to a node (None for a graph of the other rounding: that variant is not a candidate there);
+    kw: further KernelVariant fields."""
     stem = f"{op}_{variant}" if variant else op
     tail = "" if mode == "full" else f"_{mode}"
     ours = roundings or (mode_rounding(mode),)
@@ -301,8 +302,9 @@ def fold_layer_why(w2d: np.ndarray, bias: np.ndarray | None, input_offset: int, 
     using fold_layer keep each product in its own 32-bit sum). Returns the reason, a string, when the
     dsp kernels would not be exact: a positive shift (multiplier >= 1) or, rounding "tflm", a shift below
     -31, or an accumulator that could overflow int32 once doubled (|acc| <= |bias'| + 128 sum |w|).
-    rounding "onnx": a shift below -31 gives 0 for every int32 accumulator (|acc mult| < 2^62 and
-    2^(31 - shift) >= 2^63: below one half, never a tie), so such a channel becomes multiplier 0.
+    rounding "onnx": a shift below -31 gives 0 (the value is below one half: multiply_by_quantized_multiplier_rne
+    divides by at most 2^62, and the bound |acc mult| <= 2^61 is checked), so such a channel becomes
+    multiplier 0.
     doubled: return 2 * bias' (kernels that widen their weights doubled).
     constants (kernels that pack Folded.w): a channel failing only the doubling bound whose output
     is one value c for every input (constant_channels; real models have such channels, with biases
@@ -315,7 +317,12 @@ def fold_layer_why(w2d: np.ndarray, bias: np.ndarray | None, input_offset: int, 
     mult = np.broadcast_to(np.asarray(mult, np.int64).reshape(-1), (o,)).copy()
     shift = np.broadcast_to(np.asarray(shift, np.int64).reshape(-1), (o,)).copy()
     if rounding == "onnx":
-        mult[shift < -31], shift[shift < -31] = 0, 0
+        tiny = shift < -31
+        w_abs = np.abs(w2d.astype(np.int64)).sum(axis=1)
+        acc_max = np.minimum(np.abs(fold_bias(w2d, bias, input_offset)) + 128 * w_abs, INT32_LIMIT)
+        if np.any(tiny & (acc_max * mult > 2**61)):  # the oracle rounds p / 2^62 there (its shift clipped)
+            return "requantization multiplier out of range (< 2^-32)"
+        mult[tiny], shift[tiny] = 0, 0
     if np.any(shift > 0) or np.any(mult < 0) or np.any(mult >= INT32_LIMIT):
         return "requantization multiplier out of range (>= 1)"
     if np.any(shift < -31):
