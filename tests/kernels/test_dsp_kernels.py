@@ -19,19 +19,10 @@ CASES = [c for fam, name in SETS for c in dsp_cases.conformance_cases(fam, name)
 
 
 
-_RESULTS: dict[str, list] = {}
-
-
 @pytest.fixture(scope="session")
 def results(tmp_path_factory, need_board):
     """board -> per-case (rc, guards intact, output), one firmware build and one QEMU run per board."""
-    def get(board: str):
-        if board not in _RESULTS:
-            need_board(board)
-            out = tmp_path_factory.mktemp(f"dsp_{board}")
-            _RESULTS[board] = dsp_harness.run(board, dsp_harness.build(board, out), CASES, out / "run")
-        return _RESULTS[board]
-    return get
+    return dsp_harness.results_getter(tmp_path_factory, need_board, CASES, "dsp")
 
 
 def test_cases_cover_every_entry_point():
@@ -56,15 +47,7 @@ def test_conformance_set_has_a_dsp_kernel(family, name):
 @pytest.mark.parametrize("board", dsp_harness.BOARDS)
 @pytest.mark.parametrize("index", range(len(CASES)), ids=[c.name for c in CASES])
 def test_dsp_bit_exact(results, board, index):
-    rc, guards, got = results(board)[index]
-    c = CASES[index]
-    assert rc == 0, f"{c.function} returned {rc}"
-    assert guards, f"{c.function} wrote past its output or its scratch"
-    exp = np.frombuffer(c.expected, np.int8)
-    out = np.frombuffer(got, np.int8)
-    bad = np.flatnonzero(out != exp)
-    assert bad.size == 0, f"{c.function}: {bad.size}/{exp.size} outputs differ, first at {bad[0]}: " \
-                          f"got {out[bad[0]]}, want {exp[bad[0]]}"
+    dsp_harness.check_result(results(board)[index], CASES[index])
 
 
 def test_minus_128_weights_keep_the_entry_points():

@@ -168,31 +168,12 @@ def test_why_not_reasons():
                                                  pointwise=False)
 
 
-_RESULTS: dict[str, list] = {}
-
-
 @pytest.fixture(scope="module")
 def results(tmp_path_factory, need_board):
-    """board -> per-case (rc, guards intact, output): one firmware build and one QEMU run per board."""
-    def get(board: str):
-        if board not in _RESULTS:
-            need_board(board)
-            out = tmp_path_factory.mktemp(f"dsp_onnx_{board}")
-            _RESULTS[board] = dsp_harness.run(board, dsp_harness.build(board, out), CASES, out / "run")
-        return _RESULTS[board]
-    return get
+    return dsp_harness.results_getter(tmp_path_factory, need_board, CASES, "dsp_onnx")
 
 
 @pytest.mark.parametrize("board", dsp_harness.BOARDS)
 @pytest.mark.parametrize("index", range(len(CASES)), ids=[c.name for c in CASES])
 def test_dsp_onnx_bit_exact(results, board, index):
-    rc, guards, got = results(board)[index]
-    c = CASES[index]
-    assert rc == 0, f"{c.function} returned {rc}"
-    assert guards, f"{c.function} wrote past its output or its scratch"
-    exp = np.frombuffer(c.expected, np.int8)
-    out = np.frombuffer(got, np.int8)
-    assert out.size == exp.size
-    bad = np.flatnonzero(out != exp)
-    assert bad.size == 0, (f"{c.function}: {bad.size} of {exp.size} differ, first at {bad[0]}: "
-                           f"{out[bad[0]]} vs {exp[bad[0]]}")
+    dsp_harness.check_result(results(board)[index], CASES[index])
