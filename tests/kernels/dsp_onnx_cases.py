@@ -28,6 +28,7 @@ from toolchain.isa.packing import MODES, ONNX_MODES
 from toolchain.ops import add, conv2d, depthwise_conv2d, fully_connected
 from toolchain.ops.common import Window
 from toolchain.ops.fixed_point import add_params, rounding_mode
+from toolchain.ops.pool2d import avg_pool2d_s8
 from toolchain.ops.transpose_conv import transpose_conv_s8
 
 TIE_MULTS = (1 << 30, 3 << 29)  # odd parts 1 and 3: ties reachable (packing.tie_free is False)
@@ -211,8 +212,29 @@ def add_onnx_cases(rng: np.random.Generator) -> list[Case]:
     return cases
 
 
+def avg_pool_onnx_cases(rng: np.random.Generator) -> list[Case]:
+    """dsp/avg_pool2d's onnx entry point (pad_value = the input zero point, the `_onnx` twin's arguments):
+    odd channel counts, padding counted or not, windows whose means are exact ties (2 and 4 cells),
+    zero points -128, 0, 127 and between; expected: avg_pool2d_s8 under rounding onnx."""
+    cases: list[Case] = []
+    pools = [((6, 7, 13), (3, 3), (2, 2), (1, 1, 1, 1)), ((5, 5, 8), (2, 2), (2, 2), (0, 0, 1, 1)),
+             ((4, 8, 5), (1, 2), (1, 2), (0, 0, 0, 0)), ((4, 6, 20), (3, 2), (1, 2), (1, 0, 1, 1))]
+    for i, ((h, wd, ch), kern, st, pads) in enumerate(pools):
+        for j, zp in enumerate((-128, 0, 127, -37)):
+            lo, hi = ((-128, 127), (-20, 60))[j % 2]
+            x = rng.integers(-128, 128, (1 + j % 2, h, wd, ch), dtype=np.int8)
+            kw = dict(kernel=kern, stride=st, pad=pads[:2], out_hw=Window(kern, st, (1, 1), pads).out_hw(h, wd),
+                      act_min=lo, act_max=hi)
+            pad = dict(count_include_pad=j % 2 == 1, pad_end=pads[2:], pad_value=zp)
+            with rounding_mode("onnx"):
+                y = avg_pool2d_s8(x, **pad, **kw, zero_point=zp)
+            c = isa_cases.pool_case("dsp", f"onnx_avg{i}_{j}", "avg", x, kw, y, **pad)
+            cases.append(replace(c, name=c.name + "_onnx", function="ecc_dsp_avg_pool2d_onnx_s8"))
+    return cases
+
+
 def onnx_cases(seed: int = 13) -> list[Case]:
     """Every onnx-rounding and -128-weight case (test_dsp_kernels runs them on every dsp board)."""
     rng = np.random.default_rng(seed)
     return (conv_onnx_cases(rng) + depthwise_onnx_cases(rng) + fc_onnx_cases(rng) + tconv_onnx_cases(rng)
-            + boundary_cases() + add_onnx_cases(rng))
+            + boundary_cases() + add_onnx_cases(rng) + avg_pool_onnx_cases(rng))

@@ -18,7 +18,7 @@ from toolchain.isa.packing import (ALL_MODES, C_MODES, INT32_LIMIT, dsp_variant,
 from toolchain.ops import add, conv2d, depthwise_conv2d, fully_connected
 from toolchain.ops.binary import needs_broadcast
 from toolchain.ops.fixed_point import AddParams, multiply_by_quantized_multiplier
-from toolchain.ops.registry import CArg, KernelVariant, OpKind, add_variants
+from toolchain.ops.registry import REGISTRY, CArg, KernelVariant, OpKind, add_variants
 
 
 # ---- DSP variants (c_templates/kernels/dsp/): predicates, scratch, argument lists -----------
@@ -314,9 +314,12 @@ def _avg_cells(node: Node) -> int:
     return node.attrs.window.kernel[0] * node.attrs.window.kernel[1]
 
 
-# TFLM's rounding only: no onnx entry point yet (under onnx the portable twin runs)
-AVG_POOL2D = dsp_variant("avg_pool2d", applies=lambda n, g: _avg_cells(n) <= 255, scratch_bytes=lambda n, g: 0,
-                         why_not=lambda n, g: "window of more than 255 cells" if _avg_cells(n) > 255 else None)
+# onnx: the portable twin's arguments (pad_value = the input zero point)
+AVG_POOL2D, AVG_POOL2D_ONNX = (dsp_variant(
+    "avg_pool2d", mode=mode, applies=lambda n, g: _avg_cells(n) <= 255, scratch_bytes=lambda n, g: 0,
+    why_not=lambda n, g: "window of more than 255 cells" if _avg_cells(n) > 255 else None,
+    args=None if mode == "full" else lambda n, g: REGISTRY[OpKind.AVG_POOL2D]._onnx_args(n, g))
+    for mode in ("full", "onnx"))
 MAX_POOL2D = dsp_variant("max_pool2d", applies=lambda n, g: True, scratch_bytes=lambda n, g: 0,
                          roundings=("tflm", "onnx"))  # rounds nothing
 
@@ -326,5 +329,5 @@ add_variants(OpKind.CONV2D, *CONV2D)
 add_variants(OpKind.DEPTHWISE_CONV2D, *DEPTHWISE_CONV2D)
 add_variants(OpKind.FULLY_CONNECTED, FULLY_CONNECTED, FULLY_CONNECTED_ONNX, *FULLY_CONNECTED_AS_CONV)
 add_variants(OpKind.ADD, ADD, ADD_ONNX)
-add_variants(OpKind.AVG_POOL2D, AVG_POOL2D)
+add_variants(OpKind.AVG_POOL2D, AVG_POOL2D, AVG_POOL2D_ONNX)
 add_variants(OpKind.MAX_POOL2D, MAX_POOL2D)

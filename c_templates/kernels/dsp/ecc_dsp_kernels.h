@@ -279,6 +279,13 @@ int ecc_dsp_avg_pool2d_s8(int8_t *scratch,
     int32_t batches, int32_t in_h, int32_t in_w, int32_t channels, const int8_t *input,
     int32_t out_h, int32_t out_w, int8_t *output);
 
+/* the same, rounding onnx (pad_value: the input zero point; avg_pool2d_s8_onnx) */
+int ecc_dsp_avg_pool2d_onnx_s8(int8_t *scratch,
+    int32_t stride_h, int32_t stride_w, int32_t pad_top, int32_t pad_left, int32_t k_h, int32_t k_w,
+    int32_t count_include_pad, int32_t pad_bottom, int32_t pad_right, int32_t pad_value, int32_t act_min, int32_t act_max,
+    int32_t batches, int32_t in_h, int32_t in_w, int32_t channels, const int8_t *input,
+    int32_t out_h, int32_t out_w, int8_t *output);
+
 int ecc_dsp_max_pool2d_s8(int8_t *scratch,
     int32_t stride_h, int32_t stride_w, int32_t pad_top, int32_t pad_left, int32_t k_h, int32_t k_w,
     int32_t act_min, int32_t act_max,
