@@ -297,3 +297,23 @@ def test_sparse_plan_counts_the_skipped_parameters():
     assert next(a for a in dense if a.kind == "array").skipped == (0, 0)
     assert dsp.conv2d_plan(k, (1, 3, 3, 16), w.reshape(9, 1, 1, 16), bias, (1, 3, 3, 9), mode="full",
                            pointwise=False, sparse=True) is None  # the general kernel has no sparse form
+
+
+def test_selection_follows_the_rounding():
+    """rounding onnx (graph.meta): the conv / depthwise / FC nodes take the dsp `_onnx` entry points
+    (kernel dsp*_onnx*), the TFLM ones give no reason there (not candidates), and the reverse."""
+    from dataclasses import replace
+
+    from toolchain.lower import select_kernels
+
+    g = _digits_graph()
+    for rounding in ("tflm", "onnx"):
+        gr = replace(g, meta={**g.meta, "rounding": rounding})
+        sel = select_kernels(gr, ["dsp", "portable"])
+        for n in gr.nodes:
+            if n.op not in (OpKind.CONV2D, OpKind.DEPTHWISE_CONV2D, OpKind.FULLY_CONNECTED):
+                continue
+            assert sel[n.name].isa == "dsp" and ("_onnx" in sel[n.name].name) == (rounding == "onnx"), n.name
+            for v in REGISTRY[n.op].variants:
+                if v.isa == "dsp" and ("_onnx" in v.name) != (rounding == "onnx"):
+                    assert v.why_not(n, gr) is None and not v.applies(n, gr)

@@ -116,9 +116,13 @@ def _conv2d_node(node: Node, graph: Graph, mode: str, pointwise: bool, sparse: b
 def planned_variant(op: str, variant: str, mode: str, plan, **kw) -> KernelVariant:
     """dsp_variant whose predicate, scratch, arguments and why_not all come from plan(node, graph),
     a (arguments, scratch bytes) pair or the reason it does not apply (a string)."""
-    return dsp_variant(op, variant, mode=mode, applies=lambda n, g: not isinstance(plan(n, g), str),
+    def why_not(node: Node, graph: Graph) -> str | None:
+        p = plan(node, graph)
+        return p if isinstance(p, str) else None
+
+    return dsp_variant(op, variant, mode=mode, applies=lambda n, g: why_not(n, g) is None,
                        scratch_bytes=lambda n, g: plan(n, g)[1], args=lambda n, g: plan(n, g)[0],
-                       why_not=lambda n, g: plan(n, g) if isinstance(plan(n, g), str) else None, **kw)
+                       why_not=why_not, **kw)
 
 
 def _conv2d_dsp(mode: str, pointwise: bool, sparse: bool = False) -> KernelVariant:
