@@ -80,7 +80,7 @@ def kernel_table() -> tuple[list[str], list[tuple[str, list[str]]]]:
         cells = []
         for pref in groups:
             order = [*pref, *(["portable"] if "portable" not in pref else [])]
-            parts = [_isa_cell(isa, [v for v in op.variants if v.isa == isa and not v.name.endswith("_onnx")])
+            parts = [_isa_cell(isa, [v for v in op.variants if v.isa == isa and "_onnx" not in v.name])
                      for isa in order]  # the rounding: onnx twins are listed under the table
             parts = [p for p in parts if p]
             cells.append(" > ".join(parts) if parts else ("view (no code)" if op.is_view else "none (folded)"))
@@ -113,14 +113,23 @@ def render() -> str:
     out += ["Kernel variants per IR op and board (int8 kernels; a node gets the first variant whose",
             "conditions hold; portable always holds):", ""]
     out += _table(["IR op", *groups], [[op, *cells] for op, cells in rows])
-    out += ["", *textwrap.wrap("With `rounding: onnx` (YAML; the default for a quantized ONNX model) the helium "
-                               "kernels run their `_onnx` entry points (`_onnx_ties` where an accumulator can tie); "
-                               "where an ISA has no onnx twin these ops run a portable twin that rounds once, ties to "
-                               "even (kernel `portable_onnx` in the report): " + ", ".join(_twinned()) + ". "
-                               "Concatenation, LeakyRelu and Requantize map each int8 value through a table of "
-                               "onnxruntime's float32 arithmetic there (the LeakyRelu and Requantize tables also run "
-                               "the NEON / Helium look-ups).", 100)]
+    isa_twins = "; ".join(f"{isa} ones for {', '.join(ops)}" for isa, ops in _isa_twinned().items())
+    out += ["", *textwrap.wrap("With `rounding: onnx` (YAML) these ops run a twin that rounds once, ties to even "
+                               "(kernel `portable_onnx` in the report, or `<isa>..._onnx` where an ISA has one: "
+                               f"{isa_twins or 'none'}; the other ISA kernels round as TFLM does and are not used): "
+                               + ", ".join(_twinned()) + ".", 100)]
     return "\n".join(out) + "\n"
+
+
+def _isa_twinned() -> dict[str, list[str]]:
+    """ISA -> IR ops with a `rounding: onnx` kernel variant of that ISA (name containing "_onnx")."""
+    from toolchain.ops.registry import REGISTRY
+
+    out: dict[str, list[str]] = {}
+    for k, op in sorted(REGISTRY.items(), key=lambda kv: kv[0].value):
+        for isa in sorted({v.isa for v in op.variants if v.isa != "portable" and "_onnx" in v.name}):
+            out.setdefault(isa, []).append(k.value)
+    return out
 
 
 def _twinned() -> list[str]:

@@ -4,10 +4,11 @@ model compared in LSB (report.verification.ort_max_abs_diff_lsb / ort_exact_frac
 
 - BL-01 end to end in the generated C: QLinearMatMul gives 12 and 1 under `rounding: tflm` (double
   rounding) and ORT's 11 and 0 under `rounding: onnx`, the default for these models (the `_onnx`
-  portable kernels), on the host and, for onnx, on mps2-an386 (whose DSP kernels must step aside).
+  portable kernels on the host, the DSP kernel's onnx entry point on mps2-an386).
 - kws_dscnn_qdq.onnx (seeded random float inputs in the input's range) with the default settings
-  (rounding onnx) and under `rounding: tflm` on host
-  and mps2-an386; mps3-an547 and aarch64 with EDGECC_SLOW=1, and 200 seeded samples on the host.
+  (rounding onnx) and under `rounding: tflm` on host and mps2-an386 (there every conv / depthwise / FC
+  on a DSP kernel of the rounding, -128 weights and all); mps3-an547 and aarch64 with EDGECC_SLOW=1,
+  and 200 seeded samples on the host.
 """
 from __future__ import annotations
 
@@ -51,6 +52,15 @@ def _bl01_model(path: Path) -> Path:
     return m.save(path)
 
 
+def _weights(model: Path) -> list[np.ndarray]:
+    """The int8 initializers of an ONNX file (its weights)."""
+    import onnx
+    from onnx import numpy_helper
+
+    return [a for a in (numpy_helper.to_array(t) for t in onnx.load(str(model)).graph.initializer)
+            if a.dtype == np.int8 and a.size > 1]
+
+
 def _run_yaml(tmp_path: Path, edgecc, model: Path, verify: Path, board: str, rounding: str | None) -> Path:
     """`edgecc run` of a YAML naming `rounding` (None: no `rounding` key, the default); returns OUT."""
     out = tmp_path / f"out_{board}_{rounding}"
@@ -62,14 +72,17 @@ def _run_yaml(tmp_path: Path, edgecc, model: Path, verify: Path, board: str, rou
 
 
 @pytest.mark.needs_gcc
-@pytest.mark.parametrize("board, rounding, want, ort_lsb", [
-    ("host", "tflm", [12, 1], 1),        # gemmlowp double rounding; ORT gives 11 and 0
-    ("host", "onnx", [11, 0], 0),        # one rounding, ties to even: ORT's values
-    ("host", None, [11, 0], 0),          # the default for a quantized ONNX model: onnx
-    ("mps2-an386", None, [11, 0], 0),    # the M4's DSP FC kernel is TFLM-only: the portable twin runs
+@pytest.mark.parametrize("board, rounding, want, ort_lsb, kernel, function", [
+    ("host", "tflm", [12, 1], 1, "portable", "ecc_fully_connected_s8("),   # gemmlowp double rounding; ORT: 11, 0
+    ("host", "onnx", [11, 0], 0, "portable_onnx", "ecc_fully_connected_s8_onnx("),  # one rounding, ties to even
+    ("host", None, [11, 0], 0, "portable_onnx", "ecc_fully_connected_s8_onnx("),  # the default for a QDQ model
+    # the M4's DSP FC kernel in both roundings (issue 13): its onnx entry point, ORT's values; (1, 2^30, -1) is
+    # a tie (odd multiplier part 1), so the exact clamping mode of the onnx entry point runs
+    ("mps2-an386", None, [11, 0], 0, "dsp_onnx", "ecc_dsp_fully_connected_onnx_s8("),
+    ("mps2-an386", "tflm", [12, 1], 1, "dsp", "ecc_dsp_fully_connected_s8("),
 ])
 def test_bl01_in_the_generated_c(tmp_path: Path, edgecc, need_board, board: str, rounding: str | None,
-                                 want: list[int], ort_lsb: int) -> None:
+                                 want: list[int], ort_lsb: int, kernel: str, function: str) -> None:
     need_board(board)
     model = _bl01_model(tmp_path / "bl01.onnx")
     np.savez(tmp_path / "x.npz", a=np.array([[[127] * 62 + [110]]], np.float32), a2=np.ones((1, 1, 1), np.float32))
@@ -79,15 +92,39 @@ def test_bl01_in_the_generated_c(tmp_path: Path, edgecc, need_board, board: str,
     v = report["verification"]
     assert v["bit_exact"] and v["ort_max_abs_diff_lsb"] == ort_lsb and v["ort_exact_fraction"] == 1.0 - ort_lsb
     onnx_ = rounding != "tflm"
-    assert [op["kernel"] for op in report["ops"]] == ["portable_onnx" if onnx_ else
-                                                      ("portable" if board == "host" else "dsp")] * 2
+    assert [op["kernel"] for op in report["ops"]] == [kernel] * 2
     assert ("ties to even" in v["reference"]) == onnx_
     why = "the default for a quantized ONNX model" if rounding is None else "set in the configuration"
     assert f"rounding: {'onnx' if onnx_ else 'tflm'}, {why}" in v["reference"], v["reference"]
-    called = "ecc_fully_connected_s8_onnx(" in (out / "lib" / "model.c").read_text()
-    assert called == onnx_
+    assert function in (out / "lib" / "model.c").read_text()
     jsonschema = pytest.importorskip("jsonschema")
     jsonschema.validate(report, json.loads((ROOT / "profiler" / "schema.json").read_text()))
+
+
+@pytest.mark.needs_gcc
+@pytest.mark.parametrize("rounding", ["tflm", "onnx"])
+def test_minus_128_weights_run_the_dsp_kernels(tmp_path: Path, edgecc, need_board, rounding: str) -> None:
+    """A QLinearMatMul whose weights hold -128 (as PPQ / vendor QDQ files have them) on mps2-an386: the
+    FC kernel's 16-bit lane pairs step aside for its conv2d GEMM fallback (kernel dsp_gemm*), not the
+    portable kernel; bit-exact, and under onnx equal to onnxruntime."""
+    need_board("mps2-an386")
+    m = ModelBuilder(21)
+    w = np.where(np.arange(32 * 6).reshape(32, 6) % 3 == 0, -128, np.arange(32 * 6).reshape(32, 6) % 97 - 48)
+    ins = [m.input("a", (1, 32), np.int8), m.const("as", 1.0), m.const("az", 0, np.int8),
+           m.const("w", w, np.int8), m.const("ws", 1.0), m.const("wz", 0, np.int8),
+           m.const("ys", float(np.float32(3001.7))), m.const("yz", -3, np.int8)]
+    m.node("QLinearMatMul", ins, "y")
+    m.output("y", np.int8)
+    model = m.save(tmp_path / "m128.onnx")
+    np.savez(tmp_path / "x.npz", a=np.random.default_rng(5).integers(-128, 128, (8, 1, 32)).astype(np.float32))
+    out = _run_yaml(tmp_path, edgecc, model, tmp_path / "x.npz", "mps2-an386", rounding)
+    report = _report(out)
+    v = report["verification"]
+    kernel = report["ops"][0]["kernel"]
+    assert v["bit_exact"] and kernel.startswith("dsp_gemm") and kernel.endswith(("_onnx", "_onnx_clamp")) == (
+        rounding == "onnx"), kernel
+    if rounding == "onnx":
+        assert v["ort_max_abs_diff_lsb"] == 0
 
 
 def _kws_inputs(path: Path, n: int, seed: int) -> np.ndarray:
@@ -117,11 +154,22 @@ def test_kws_dscnn_qdq(tmp_path: Path, edgecc, need_board, board: str, rounding:
     print(f"{board} {rounding}: ort_max_abs_diff_lsb {v['ort_max_abs_diff_lsb']}, "
           f"ort_exact_fraction {v['ort_exact_fraction']:.4f}")
     kernels = {op["kernel"] for op in report["ops"] if op["op_type"] != "Softmax"}
-    if rounding is None:    # the default (onnx): ORT's values; measured 0 LSB on these samples
-        onnx_kernels = {"helium_onnx", "helium_1x1_onnx"} if board == "mps3-an547" else {"portable_onnx"}  # issue 13
-        assert v["ort_max_abs_diff_lsb"] == 0 and kernels == onnx_kernels
+    onnx_ = rounding is None  # the default (onnx): ORT's values; measured 0 LSB on these samples
+    if onnx_:
+        assert v["ort_max_abs_diff_lsb"] == 0
     else:                   # TFLM's double rounding is not ORT's: a few LSB are possible (the slow test measures it)
         assert v["ort_exact_fraction"] >= 0.98 and "portable_onnx" not in kernels
+    if board == "mps2-an386":
+        # every conv / depthwise / FC on its DSP kernel in both roundings (issue 13), although the file's
+        # weights hold -128 (PPQ): measured 3.91 M instructions in both, 26.7 M / 29.3 M on the portable kernels
+        want = {"dsp_onnx", "dsp_1x1_onnx", "dsp_3x3_onnx"} if onnx_ else {"dsp_relu", "dsp_1x1_relu",
+                                                                             "dsp_3x3_relu", "dsp"}
+        assert kernels == want and report["total_instructions"] < 4_500_000
+        assert any(int(np.min(t)) == -128 for t in _weights(KWS))
+    elif board == "mps3-an547" and onnx_:  # the Helium onnx entry points (issue 13)
+        assert kernels == {"helium_onnx", "helium_1x1_onnx"}
+    elif board == "host" and onnx_:
+        assert kernels == {"portable_onnx"}
 
 
 @pytest.mark.skipif(not SLOW, reason="EDGECC_SLOW=1")

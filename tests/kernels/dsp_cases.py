@@ -19,7 +19,7 @@ from toolchain.isa import dsp, dsp_transpose
 from toolchain.ops import add, conv2d, depthwise_conv2d, fully_connected
 from toolchain.ops.common import Window
 from toolchain.ops.fixed_point import AddParams, add_params
-from toolchain.isa.packing import MODES
+from toolchain.isa.packing import MODES, mode_rounding
 from toolchain.ops.pool2d import avg_pool2d_s8, max_pool2d_s8
 from toolchain.ops.transpose_conv import transpose_conv_s8
 
@@ -32,32 +32,36 @@ def function(op: str, variant: str, mode: str) -> str:
 
 
 # ---- per-op case builders: every dsp entry point that accepts the call ------------------------
-def conv_cases(tag: str, x, w, bias, k: dict, expected) -> list[Case]:
+# modes: the requantization modes tried (packing.MODES: TFLM's rounding; ONNX_MODES: onnx's, whose
+# expected output the caller computes under fixed_point.rounding_mode("onnx"))
+def conv_cases(tag: str, x, w, bias, k: dict, expected, modes=MODES) -> list[Case]:
     return isa_cases.planned_cases(ISA, tag, x, expected, (
         (function("conv2d", "1x1" if pointwise else "", mode),
          dsp.conv2d_plan(k, x.shape, w, bias, expected.shape, mode=mode, pointwise=pointwise))
-        for pointwise in (True, False) for mode in MODES)) + isa_cases.planned_cases(ISA, tag, x, expected, (
+        for pointwise in (True, False) for mode in modes)) + isa_cases.planned_cases(ISA, tag, x, expected, (
         (function("conv2d", "1x1_sparse", mode),
          dsp.conv2d_plan(k, x.shape, w, bias, expected.shape, mode=mode, pointwise=True, sparse=True))
-        for mode in MODES))
+        for mode in modes))
 
 
-def depthwise_cases(tag: str, x, w, bias, k: dict, expected) -> list[Case]:
+def depthwise_cases(tag: str, x, w, bias, k: dict, expected, modes=MODES) -> list[Case]:
     return isa_cases.planned_cases(ISA, tag, x, expected, (
         (function("depthwise_conv2d", "3x3" if three else "", mode),
          dsp.depthwise_plan(k, x.shape, w, bias, expected.shape, mode=mode, three=three))
-        for three in (True, False) for mode in MODES))
+        for three in (True, False) for mode in modes))
 
 
-def fc_cases(tag: str, x, w, bias, k: dict, expected) -> list[Case]:
+def fc_cases(tag: str, x, w, bias, k: dict, expected, modes=MODES) -> list[Case]:
+    rounding = mode_rounding(modes[0])
     return isa_cases.planned_cases(ISA, tag, x, expected, [
-        ("ecc_dsp_fully_connected_s8", dsp.fc_plan(k, x.shape, w, bias, expected.shape))])
+        (f"ecc_dsp_fully_connected{'_onnx' if rounding == 'onnx' else ''}_s8",
+         dsp.fc_plan(k, x.shape, w, bias, expected.shape, rounding=rounding))])
 
 
-def transpose_conv_cases(tag: str, x, w, bias, k: dict, expected) -> list[Case]:
+def transpose_conv_cases(tag: str, x, w, bias, k: dict, expected, modes=MODES) -> list[Case]:
     return isa_cases.planned_cases(ISA, tag, x, expected, (
         (function("transpose_conv", "", mode),
-         dsp_transpose.transpose_conv_plan(k, x.shape, w, bias, expected.shape, mode=mode)) for mode in MODES))
+         dsp_transpose.transpose_conv_plan(k, x.shape, w, bias, expected.shape, mode=mode)) for mode in modes))
 
 
 pool_cases = isa_cases.pool_cases_for(ISA, isa_cases.avg_window_fits_u8)

@@ -49,3 +49,33 @@ def build(board: str, out: Path) -> Path:
 def run(board: str, elf: Path, cases: list[Case], work: Path) -> list[tuple[int, bool, bytes]]:
     """Run all cases on the board under QEMU; returns read_results()."""
     return isa_harness.run(board, elf, cases, work, lambda p: write_cases(cases, p), ISA)[0]
+
+
+_RESULTS: dict[tuple[str, str], list] = {}
+
+
+def results_getter(tmp_path_factory, need_board, cases: list[Case], tag: str):
+    """board -> per-case (rc, guards intact, output) of `cases`: one firmware build and one QEMU run per
+    board and tag, kept for the session (the result fixtures of the dsp kernel tests)."""
+    def get(board: str):
+        if (tag, board) not in _RESULTS:
+            need_board(board)
+            out = tmp_path_factory.mktemp(f"{tag}_{board}")
+            _RESULTS[tag, board] = run(board, build(board, out), cases, out / "run")
+        return _RESULTS[tag, board]
+    return get
+
+
+def check_result(result: tuple[int, bool, bytes], c: Case) -> None:
+    """Assert one case's result: return code 0, guard bytes intact, every output byte as expected."""
+    import numpy as np
+
+    rc, guards, got = result
+    assert rc == 0, f"{c.function} returned {rc}"
+    assert guards, f"{c.function} wrote past its output or its scratch"
+    exp = np.frombuffer(c.expected, np.int8)
+    out = np.frombuffer(got, np.int8)
+    bad = np.flatnonzero(out != exp) if out.size == exp.size else np.arange(max(out.size, exp.size))
+    assert bad.size == 0, (f"{c.function}: {bad.size}/{exp.size} outputs differ, first at {bad[0]}: "
+                           f"got {out[bad[0]] if bad[0] < out.size else None}, "
+                           f"want {exp[bad[0]] if bad[0] < exp.size else None}")

@@ -11,30 +11,25 @@ import pytest
 
 import dsp_cases
 import dsp_harness
+import dsp_onnx_cases
+from toolchain.isa import dsp
 
 SETS = dsp_cases.conformance_sets()
 CASES = [c for fam, name in SETS for c in dsp_cases.conformance_cases(fam, name)] + dsp_cases.random_cases()
 
 
 
-_RESULTS: dict[str, list] = {}
-
-
 @pytest.fixture(scope="session")
 def results(tmp_path_factory, need_board):
     """board -> per-case (rc, guards intact, output), one firmware build and one QEMU run per board."""
-    def get(board: str):
-        if board not in _RESULTS:
-            need_board(board)
-            out = tmp_path_factory.mktemp(f"dsp_{board}")
-            _RESULTS[board] = dsp_harness.run(board, dsp_harness.build(board, out), CASES, out / "run")
-        return _RESULTS[board]
-    return get
+    return dsp_harness.results_getter(tmp_path_factory, need_board, CASES, "dsp")
 
 
 def test_cases_cover_every_entry_point():
-    """Each dsp entry point of ecc_dsp_kernels.h is exercised by at least one case."""
-    used = {c.function for c in CASES}
+    """Each dsp entry point of ecc_dsp_kernels.h is exercised by at least one case (the onnx-rounding
+    ones in dsp_onnx_cases.py, run by test_dsp_onnx_rounding.py: one firmware run each keeps QEMU's
+    time limit)."""
+    used = {c.function for c in CASES + dsp_onnx_cases.onnx_cases()}
     assert set(dsp_harness.prototypes()) <= used, set(dsp_harness.prototypes()) - used
 
 
@@ -52,40 +47,36 @@ def test_conformance_set_has_a_dsp_kernel(family, name):
 @pytest.mark.parametrize("board", dsp_harness.BOARDS)
 @pytest.mark.parametrize("index", range(len(CASES)), ids=[c.name for c in CASES])
 def test_dsp_bit_exact(results, board, index):
-    rc, guards, got = results(board)[index]
-    c = CASES[index]
-    assert rc == 0, f"{c.function} returned {rc}"
-    assert guards, f"{c.function} wrote past its output or its scratch"
-    exp = np.frombuffer(c.expected, np.int8)
-    out = np.frombuffer(got, np.int8)
-    bad = np.flatnonzero(out != exp)
-    assert bad.size == 0, f"{c.function}: {bad.size}/{exp.size} outputs differ, first at {bad[0]}: " \
-                          f"got {out[bad[0]]}, want {exp[bad[0]]}"
+    dsp_harness.check_result(results(board)[index], CASES[index])
 
 
-def test_minus_128_weights_are_rejected():
-    """BL-04: no dsp entry point accepts weights holding -128 (a variant pairing products in 16-bit
-    lanes must see weights in [-127, 127]); the same call with the -128 replaced is accepted."""
+def test_minus_128_weights_keep_the_entry_points():
+    """BL-04 (issue 13): the conv2d and depthwise entry points accept weights holding -128 exactly as
+    they accept the same call without it (each product in its own int16 lane, SMLAD / SMLABB sum in 32
+    bits; bit-exactness: dsp_onnx_cases' minus128 layers); only dsp/fully_connected, which pairs two
+    weights in one 16-bit lane, steps aside (its conv2d GEMM fallback takes them, dsp.fc_as_conv_plan_why)."""
     rng = np.random.default_rng(4)
     x = rng.integers(-128, 128, (1, 5, 5, 8), dtype=np.int8)
     w = rng.integers(-127, 128, (4, 3, 3, 8), dtype=np.int8)
     k = dict(stride=(1, 1), pad=(1, 1), dilation=(1, 1), out_hw=(5, 5), input_offset=128, output_offset=-128,
              out_mult=np.full(4, 1 << 30), out_shift=np.full(4, -12), act_min=-128, act_max=127)
     y = np.zeros((1, 5, 5, 4), np.int8)
-    assert dsp_cases.conv_cases("ok", x, w, None, k, y)
+    fns = lambda cases: [c.function for c in cases]  # noqa: E731
+    ok = fns(dsp_cases.conv_cases("ok", x, w, None, k, y))
     w[2, 1, 1, 3] = -128
-    assert not dsp_cases.conv_cases("m128", x, w, None, k, y)
+    assert ok and fns(dsp_cases.conv_cases("m128", x, w, None, k, y)) == ok
     wd = rng.integers(-127, 128, (1, 3, 3, 8), dtype=np.int8)
     kd = {**k, "depth_multiplier": 1, "out_mult": np.full(8, 1 << 30), "out_shift": np.full(8, -12)}
-    assert dsp_cases.depthwise_cases("ok", x, wd, None, kd, np.zeros((1, 5, 5, 8), np.int8))
+    ok = fns(dsp_cases.depthwise_cases("ok", x, wd, None, kd, np.zeros((1, 5, 5, 8), np.int8)))
     wd[0, 0, 2, 5] = -128
-    assert not dsp_cases.depthwise_cases("m128", x, wd, None, kd, np.zeros((1, 5, 5, 8), np.int8))
+    assert ok and fns(dsp_cases.depthwise_cases("m128", x, wd, None, kd, np.zeros((1, 5, 5, 8), np.int8))) == ok
     wf = rng.integers(-127, 128, (3, 8), dtype=np.int8)
     kf = dict(input_offset=1, filter_offset=0, output_offset=0, out_mult=[1 << 30], out_shift=[-10], act_min=-128,
               act_max=127)
     assert dsp_cases.fc_cases("ok", x[0, 0, :1], wf, None, kf, np.zeros((1, 3), np.int8))
     wf[1, 1] = -128
     assert not dsp_cases.fc_cases("m128", x[0, 0, :1], wf, None, kf, np.zeros((1, 3), np.int8))
+    assert dsp.fc_as_conv_plan_why(kf, (1, 8), wf, None, (1, 3), mode="full", pointwise=True)[1] > 0
 
 
 def test_kernels_have_no_static_data(results, tmp_path_factory):

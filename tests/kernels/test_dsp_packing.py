@@ -81,8 +81,8 @@ def test_fold_layer_predicates():
     assert fold_layer(w, None, 128, [m], [s], -128, (-128, 100)).modes == ("clamp",)
     assert fold_layer(w, None, 128, [quantize_multiplier(0.75)[0]], [0], -128, (-128, 127)).modes == ("full", "clamp")
     bad = w.copy()
-    bad[1, 2] = -128  # BL-04
-    assert fold_layer(bad, None, 128, [m], [s], -128, (-128, 127)) is None
+    bad[1, 2] = -128  # BL-04: exact in the kernels using fold_layer (each product in its own lane)
+    assert fold_layer(bad, None, 128, [m], [s], -128, (-128, 127)).modes == ("relu", "full", "clamp")
     assert fold_layer(w, None, 128, *quantize_multiplier(1.5), -128, (-128, 127)) is None  # multiplier >= 1
     assert fold_layer(w, np.array([2**30, 0]), 0, [m], [s], 0, (-128, 127)) is None  # 2 acc overflows
     dead = fold_layer(w, np.array([2**31 - 1, 0]), 0, [0, m], [0, s], 0, (-128, 127))  # multiplier 0: ignored
@@ -99,8 +99,10 @@ def test_every_dsp_variant_is_wired():
             assert (dsp_harness.KERNELS / v.template).is_file(), v.template
             assert v.function in protos, v.function
             assert all((dsp_harness.KERNELS / h).is_file() for h in v.headers)
-    names = [v.function for op in REGISTRY.values() for v in op.variants if v.isa == "dsp"]
-    assert len(names) == len(set(names)) and set(protos) == set(names)
+    # an entry point is wired once per op (fully_connected also falls back on the conv2d GEMM ones)
+    per_op = [[v.function for v in op.variants if v.isa == "dsp"] for op in REGISTRY.values()]
+    assert all(len(names) == len(set(names)) for names in per_op)
+    assert set(protos) == {f for names in per_op for f in names}
 
 
 def _digits_graph():
@@ -125,13 +127,21 @@ def test_selection_per_node():
     for n in g.nodes:
         if n.op in (OpKind.CONV2D, OpKind.DEPTHWISE_CONV2D, OpKind.FULLY_CONNECTED, OpKind.MAX_POOL2D):
             assert dsp[n.name].isa == "dsp", (n.name, dsp[n.name].name)
-    # an imported weight of -128 (BL-04) sends that node back to the portable kernel
+    # an imported weight of -128 (BL-04) keeps the conv on its dsp kernel (products in 32 bits); the
+    # fully connected layer's 16-bit lane pairs step aside, saying why, for the conv2d GEMM
     conv = next(n for n in g.nodes if n.op is OpKind.CONV2D)
-    t = g.t(conv.inputs[1])
-    w = t.data.copy()
-    w.flat[0] = -128
-    g2 = g.with_tensor(Tensor(t.name, t.shape, t.dtype, t.quant, w))
-    assert select_kernels(g2, ["dsp", "portable"])[conv.name].isa == "portable"
+    fc = next(n for n in g.nodes if n.op is OpKind.FULLY_CONNECTED)
+    g2 = g
+    for node in (conv, fc):
+        t = g2.t(node.inputs[1])
+        w = t.data.copy()
+        w.flat[0] = -128
+        g2 = g2.with_tensor(Tensor(t.name, t.shape, t.dtype, t.quant, w))
+    sel = select_kernels(g2, ["dsp", "portable"])
+    assert sel[conv.name].isa == "dsp" and sel[fc.name].isa == "dsp"
+    assert sel[fc.name].function.startswith("ecc_dsp_conv2d_"), sel[fc.name].function  # the GEMM fallback
+    fc_dsp = next(v for v in REGISTRY[OpKind.FULLY_CONNECTED].variants if v.isa == "dsp" and v.name == "dsp")
+    assert fc_dsp.why_not(fc, g2) == "weights hold -128"
 
 
 def test_scratch_is_declared():
@@ -287,3 +297,23 @@ def test_sparse_plan_counts_the_skipped_parameters():
     assert next(a for a in dense if a.kind == "array").skipped == (0, 0)
     assert dsp.conv2d_plan(k, (1, 3, 3, 16), w.reshape(9, 1, 1, 16), bias, (1, 3, 3, 9), mode="full",
                            pointwise=False, sparse=True) is None  # the general kernel has no sparse form
+
+
+def test_selection_follows_the_rounding():
+    """rounding onnx (graph.meta): the conv / depthwise / FC nodes take the dsp `_onnx` entry points
+    (kernel dsp*_onnx*), the TFLM ones give no reason there (not candidates), and the reverse."""
+    from dataclasses import replace
+
+    from toolchain.lower import select_kernels
+
+    g = _digits_graph()
+    for rounding in ("tflm", "onnx"):
+        gr = replace(g, meta={**g.meta, "rounding": rounding})
+        sel = select_kernels(gr, ["dsp", "portable"])
+        for n in gr.nodes:
+            if n.op not in (OpKind.CONV2D, OpKind.DEPTHWISE_CONV2D, OpKind.FULLY_CONNECTED):
+                continue
+            assert sel[n.name].isa == "dsp" and ("_onnx" in sel[n.name].name) == (rounding == "onnx"), n.name
+            for v in REGISTRY[n.op].variants:
+                if v.isa == "dsp" and ("_onnx" in v.name) != (rounding == "onnx"):
+                    assert v.why_not(n, gr) is None and not v.applies(n, gr)

@@ -1,6 +1,6 @@
 """Lowering picks the ISA kernels of the hot-path ops (toolchain/isa/dsp_transpose.py, maximum_minimum.py,
 lut.py) exactly where they are exact, and the portable kernel elsewhere: TRANSPOSE_CONV on the DSP
-(not with a -128 weight), MAXIMUM / MINIMUM with inputs on the output's qparams on dsp / neon /
+(-128 weights included), MAXIMUM / MINIMUM with inputs on the output's qparams on dsp / neon /
 helium (not after our PTQ's rescale), the LUT ops on neon / helium (the DSP keeps the portable loop).
 Bit-exactness of the kernels themselves: tests/kernels/test_{dsp,neon,helium}_kernels.py."""
 import numpy as np
@@ -32,8 +32,8 @@ def test_transpose_conv_takes_dsp(tmp_path):
     assert _chosen(g, "dsp").startswith("ecc_dsp_transpose_conv")
     assert _chosen(g, "neon") == "ecc_transpose_conv_s8"
     w = next(t for t in g.tensors.values() if t.data is not None and t.data.ndim == 4)
-    w.data.reshape(-1)[5] = -128  # BL-04: no SMLAD pairing for a -128 weight
-    assert _chosen(g, "dsp") == "ecc_transpose_conv_s8"
+    w.data.reshape(-1)[5] = -128  # BL-04 (issue 13): each product in its own lane, the DSP kernel stays
+    assert _chosen(g, "dsp").startswith("ecc_dsp_transpose_conv")
 
 
 @pytest.mark.parametrize("isa", list(BOARDS))

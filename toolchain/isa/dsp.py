@@ -7,48 +7,92 @@ op semantics from the op modules (their public `s8_kwargs`/`params`). Not here: 
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from toolchain.ir import Graph, Node
-from toolchain.isa.packing import (INT32_LIMIT, MODES, dsp_variant, fc_blocks, fold_layer, gemm_groups, pack_fc_blob,
-                                   pack_gemm_blob, pack_sparse_gemm_blob, split_constants)
+from toolchain.isa.packing import (ALL_MODES, C_MODES, INT32_LIMIT, dsp_variant, fc_blob_why_not, fc_blocks,
+                                   fold_layer_why, gemm_groups, mode_rounding, pack_fc_blob, pack_gemm_blob,
+                                   pack_sparse_gemm_blob, split_constants)
 from toolchain.ops import add, conv2d, depthwise_conv2d, fully_connected
 from toolchain.ops.binary import needs_broadcast
 from toolchain.ops.fixed_point import AddParams, multiply_by_quantized_multiplier
-from toolchain.ops.registry import CArg, KernelVariant, OpKind, add_variants
+from toolchain.ops.registry import REGISTRY, CArg, KernelVariant, OpKind, add_variants
 
 
 # ---- DSP variants (c_templates/kernels/dsp/): predicates, scratch, argument lists -----------
+Plan = tuple[list[CArg], int]  # (argument list, scratch bytes) of one kernel call
+
+
+def plan_or_none(plan: Plan | str) -> Plan | None:
+    """A *_plan_why result as the *_plan functions return it: the plan, or None for a reason."""
+    return None if isinstance(plan, str) else plan
+
+
 def conv2d_plan(k: dict, x_shape: tuple[int, ...], w: np.ndarray, bias: np.ndarray | None, y_shape: tuple[int, ...], *,
-             mode: str, pointwise: bool, x: str = "input", y: str = "output",
-             sparse: bool = False) -> tuple[list[CArg], int] | None:
+                mode: str, pointwise: bool, x: str = "input", y: str = "output", sparse: bool = False) -> Plan | None:
+    """conv2d_plan_why, None instead of the reason."""
+    return plan_or_none(conv2d_plan_why(k, x_shape, w, bias, y_shape, mode=mode, pointwise=pointwise, x=x, y=y,
+                                        sparse=sparse))
+
+
+def mode_why_not(f, mode: str, act_range: tuple[int, int]) -> str | None:
+    """Why the requantization mode `mode` is not exact for the Folded layer f (None when it is)."""
+    if mode in f.modes:
+        return None
+    if tuple(act_range) != (-128, 127):
+        return "output range is not [-128, 127] (the clamping variant applies)"
+    if mode == "relu":
+        return "output zero point is not -128 or a multiplier is 0.5 or more"
+    if mode == "onnx":
+        return "a requantization tie is reachable or a multiplier is 0.5 or more"
+    if mode == "onnx_tie":
+        return "a multiplier is 0.5 or more (the clamping variant applies)"
+    return f"requantization mode {mode} does not apply"
+
+
+def conv2d_plan_why(k: dict, x_shape: tuple[int, ...], w: np.ndarray, bias: np.ndarray | None,
+                    y_shape: tuple[int, ...], *, mode: str, pointwise: bool, x: str = "input", y: str = "output",
+                    sparse: bool = False) -> Plan | str:
     """(argument list, scratch bytes) of the dsp conv2d entry point for requantization `mode`
-    (packing.MODES), pointwise (dsp/conv2d_1x1) or general (dsp/conv2d), given the conv2d_s8 keyword
-    arguments `k`, OHWI weights and the tensor names x, y; sparse (pointwise only,
-    dsp/conv2d_1x1_sparse): the live output channels only, the ones proven constant written from a
-    row (packing.pack_sparse_gemm_blob; the live count is one more argument before the blob), None
-    when no channel is constant. None when that entry point does not apply:
-    grouped conv, -128 weights, a requantization it cannot do exactly (packing.fold_layer; channels
-    whose output is provably constant are packed as such), or for
-    the 1x1 kernel a kernel other than 1x1, padding, or in_c % 4 != 0."""
+    (packing.C_MODES; its rounding, packing.mode_rounding, is the one computed), pointwise (dsp/conv2d_1x1)
+    or general (dsp/conv2d), given the conv2d_s8 keyword arguments `k`, OHWI weights and the tensor
+    names x, y; sparse (pointwise only, dsp/conv2d_1x1_sparse): the live output channels only, the
+    ones proven constant written from a row (packing.pack_sparse_gemm_blob; the live count is one more
+    argument before the blob). When that entry point does not apply, the first reason in the user's
+    words (a string): grouped conv, a requantization it cannot do exactly (packing.fold_layer_why;
+    channels whose output is provably constant are packed as such), the mode, no constant channel
+    (sparse), or for the 1x1 kernel a kernel other than 1x1, padding, or in_c % 4 != 0.
+    Weights of -128 are exact (each product has its own int16 lane, SMLAD sums in 32 bits)."""
     cin, (oh, ow) = x_shape[3], y_shape[1:3]
     if w.shape[3] != cin:
-        return None
-    if pointwise and (w.shape[1:3] != (1, 1) or any(k["pad"]) or cin % 4
-                      or (oh - 1) * k["stride"][0] >= x_shape[1] or (ow - 1) * k["stride"][1] >= x_shape[2]):
-        return None
+        return "grouped convolution"
+    if pointwise:
+        if w.shape[1:3] != (1, 1):
+            return "kernel is not 1x1"
+        if any(k["pad"]):
+            return "padding"
+        if cin % 4:
+            return "input channels not a multiple of 4"
+        if (oh - 1) * k["stride"][0] >= x_shape[1] or (ow - 1) * k["stride"][1] >= x_shape[2]:
+            return "output larger than the strided input"
     w2d = w.reshape(w.shape[0], -1)
-    f = fold_layer(w2d, bias, k["input_offset"], k["out_mult"], k["out_shift"], k["output_offset"],
-                   (k["act_min"], k["act_max"]), constants=True)
-    if f is None or mode not in f.modes:
-        return None
+    act = (k["act_min"], k["act_max"])
+    f = fold_layer_why(w2d, bias, k["input_offset"], k["out_mult"], k["out_shift"], k["output_offset"], act,
+                       constants=True, rounding=mode_rounding(mode))
+    if isinstance(f, str):
+        return f
+    why = mode_why_not(f, mode, act)
+    if why:
+        return why
     groups = gemm_groups(w2d.shape[1])
     if sparse:  # pointwise only: the general kernel's im2col loop has no sparse form
         blob = pack_sparse_gemm_blob(f, mode) if pointwise else None
     else:
         blob = pack_gemm_blob(f.w, f, mode)
     if blob is None:
-        return None
+        return "no constant output channel"
     split = split_constants(f.const) if sparse else None
     live = [int(split.live.size)] if split else []
     geometry = [*k["stride"]] if pointwise else [*k["stride"], *k["pad"], *k["dilation"], -k["input_offset"]]
@@ -60,46 +104,75 @@ def conv2d_plan(k: dict, x_shape: tuple[int, ...], w: np.ndarray, bias: np.ndarr
     return args, (16 + 4 * (not pointwise and cin % 4 != 0)) * groups
 
 
-def _conv2d_node(node: Node, graph: Graph, mode: str, pointwise: bool,
-               sparse: bool = False) -> tuple[list[CArg], int] | None:
+def _conv2d_node(node: Node, graph: Graph, mode: str, pointwise: bool, sparse: bool = False) -> Plan | str:
     if node.attrs.groups != 1:
-        return None
+        return "grouped convolution"
     x, w, y = graph.t(node.inputs[0]), graph.t(node.inputs[1]), graph.t(node.outputs[0])
     bias = graph.t(node.inputs[2]).data if len(node.inputs) > 2 and node.inputs[2] else None
-    return conv2d_plan(conv2d.s8_kwargs(node, graph), x.shape, w.data, bias, y.shape, mode=mode, pointwise=pointwise,
-                    x=x.name, y=y.name, sparse=sparse)
+    return conv2d_plan_why(conv2d.s8_kwargs(node, graph), x.shape, w.data, bias, y.shape, mode=mode,
+                           pointwise=pointwise, x=x.name, y=y.name, sparse=sparse)
+
+
+def planned_variant(op: str, variant: str, mode: str, plan, **kw) -> KernelVariant:
+    """dsp_variant whose predicate, scratch, arguments and why_not all come from plan(node, graph),
+    a (arguments, scratch bytes) pair or the reason it does not apply (a string)."""
+    def why_not(node: Node, graph: Graph) -> str | None:
+        p = plan(node, graph)
+        return p if isinstance(p, str) else None
+
+    return dsp_variant(op, variant, mode=mode, applies=lambda n, g: why_not(n, g) is None,
+                       scratch_bytes=lambda n, g: plan(n, g)[1], args=lambda n, g: plan(n, g)[0],
+                       why_not=why_not, **kw)
 
 
 def _conv2d_dsp(mode: str, pointwise: bool, sparse: bool = False) -> KernelVariant:
-    return dsp_variant("conv2d", "1x1_sparse" if sparse else "1x1" if pointwise else "", mode=mode,
-                       applies=lambda n, g: _conv2d_node(n, g, mode, pointwise, sparse) is not None,
-                       scratch_bytes=lambda n, g: _conv2d_node(n, g, mode, pointwise, sparse)[1],
-                       args=lambda n, g: _conv2d_node(n, g, mode, pointwise, sparse)[0])
+    return planned_variant("conv2d", "1x1_sparse" if sparse else "1x1" if pointwise else "", mode,
+                           lambda n, g: _conv2d_node(n, g, mode, pointwise, sparse))
 
 
 # sparse first: it only applies to layers with a constant channel, which it then runs faster
-CONV2D = (*(_conv2d_dsp(mode, True, True) for mode in MODES),
-                *(_conv2d_dsp(mode, pointwise) for pointwise in (True, False) for mode in MODES))
+CONV2D = (*(_conv2d_dsp(mode, True, True) for mode in ALL_MODES),
+          *(_conv2d_dsp(mode, pointwise) for pointwise in (True, False) for mode in ALL_MODES))
 
 
 # ---- DSP variants (c_templates/kernels/dsp/): predicates, scratch, argument lists -----------
-def depthwise_plan(k: dict, x_shape: tuple[int, ...], w: np.ndarray, bias: np.ndarray | None, y_shape: tuple[int, ...], *,
-             mode: str, three: bool, x: str = "input", y: str = "output",
-             w_arg: CArg | None = None) -> tuple[list[CArg], int] | None:
-    """(argument list, scratch bytes) of the dsp depthwise entry point for requantization `mode`,
-    3x3 (dsp/depthwise_conv2d_3x3) or general, given the depthwise_conv2d_s8 keyword arguments `k`
-    and [1, KH, KW, C*mult] weights (w_arg: how the kernel call names them; default a new array);
-    None when it does not apply: -128 weights, a requantization it cannot do exactly, or for the
-    3x3 kernel another kernel size, dilation, depth multiplier or in_c % 4 != 0."""
+def depthwise_plan(k: dict, x_shape: tuple[int, ...], w: np.ndarray, bias: np.ndarray | None,
+                   y_shape: tuple[int, ...], *, mode: str, three: bool, x: str = "input", y: str = "output",
+                   w_arg: CArg | None = None) -> Plan | None:
+    """depthwise_plan_why, None instead of the reason."""
+    return plan_or_none(depthwise_plan_why(k, x_shape, w, bias, y_shape, mode=mode, three=three, x=x, y=y,
+                                           w_arg=w_arg))
+
+
+def depthwise_plan_why(k: dict, x_shape: tuple[int, ...], w: np.ndarray, bias: np.ndarray | None,
+                       y_shape: tuple[int, ...], *, mode: str, three: bool, x: str = "input", y: str = "output",
+                       w_arg: CArg | None = None) -> Plan | str:
+    """(argument list, scratch bytes) of the dsp depthwise entry point for requantization `mode`
+    (packing.C_MODES), 3x3 (dsp/depthwise_conv2d_3x3) or general, given the depthwise_conv2d_s8 keyword
+    arguments `k` and [1, KH, KW, C*mult] weights (w_arg: how the kernel call names them; default a
+    new array). When it does not apply, the first reason (a string): a requantization it cannot do
+    exactly, the mode, or for the 3x3 kernel another kernel size, dilation, depth multiplier or
+    in_c % 4 != 0. Weights of -128 are exact: doubled they are -256 in an int16 lane (SADD16 does
+    not saturate), and SMLABB / SMLATT keep each product in 32 bits."""
     _, kh, kw, cout = w.shape
-    if three and ((kh, kw) != (3, 3) or tuple(k["dilation"]) != (1, 1) or k["depth_multiplier"] != 1
-                  or x_shape[3] % 4):
-        return None
+    if three:
+        if (kh, kw) != (3, 3):
+            return "kernel is not 3x3"
+        if tuple(k["dilation"]) != (1, 1):
+            return "dilation"
+        if k["depth_multiplier"] != 1:
+            return "depth multiplier is not 1"
+        if x_shape[3] % 4:
+            return "input channels not a multiple of 4"
     # [out_c, taps]: output channel oc sums x[oc // mult] * w[tap, oc]; the kernels accumulate 2 acc
-    f = fold_layer(w.reshape(-1, cout).T, bias, k["input_offset"], k["out_mult"], k["out_shift"], k["output_offset"],
-                   (k["act_min"], k["act_max"]), doubled=True)
-    if f is None or mode not in f.modes:
-        return None
+    act = (k["act_min"], k["act_max"])
+    f = fold_layer_why(w.reshape(-1, cout).T, bias, k["input_offset"], k["out_mult"], k["out_shift"],
+                       k["output_offset"], act, doubled=True, rounding=mode_rounding(mode))
+    if isinstance(f, str):
+        return f
+    why = mode_why_not(f, mode, act)
+    if why:
+        return why
     geometry = [*k["stride"], *k["pad"]] + ([] if three else [*k["dilation"], k["depth_multiplier"]])
     args = [*map(CArg.lit, [*geometry, -k["input_offset"], f.k, k["act_min"], k["act_max"]]),
             CArg("array", f.mult, "mult"), CArg("array", f.shift(mode), "shift"), *map(CArg.lit, x_shape),
@@ -114,55 +187,95 @@ def depthwise_plan(k: dict, x_shape: tuple[int, ...], w: np.ndarray, bias: np.nd
     return args, 8 * quads * kh * kw
 
 
-def _depthwise_node(node: Node, graph: Graph, mode: str, three: bool) -> tuple[list[CArg], int] | None:
+def _depthwise_node(node: Node, graph: Graph, mode: str, three: bool) -> Plan | str:
     x, w, y = graph.t(node.inputs[0]), graph.t(node.inputs[1]), graph.t(node.outputs[0])
     bias = graph.t(node.inputs[2]).data if len(node.inputs) > 2 and node.inputs[2] else None
-    return depthwise_plan(depthwise_conv2d.s8_kwargs(node, graph), x.shape, w.data, bias, y.shape, mode=mode, three=three, x=x.name,
-                    y=y.name, w_arg=CArg("const", w.name))
+    return depthwise_plan_why(depthwise_conv2d.s8_kwargs(node, graph), x.shape, w.data, bias, y.shape, mode=mode,
+                              three=three, x=x.name, y=y.name, w_arg=CArg("const", w.name))
 
 
 def _depthwise_dsp(mode: str, three: bool) -> KernelVariant:
-    return dsp_variant("depthwise_conv2d", "3x3" if three else "", mode=mode,
-                       applies=lambda n, g: _depthwise_node(n, g, mode, three) is not None,
-                       scratch_bytes=lambda n, g: _depthwise_node(n, g, mode, three)[1],
-                       args=lambda n, g: _depthwise_node(n, g, mode, three)[0], headers=("dsp/ecc_dsp_depthwise.h",))
+    return planned_variant("depthwise_conv2d", "3x3" if three else "", mode,
+                           lambda n, g: _depthwise_node(n, g, mode, three), headers=("dsp/ecc_dsp_depthwise.h",))
 
 
-DEPTHWISE_CONV2D = tuple(_depthwise_dsp(mode, three) for three in (True, False) for mode in MODES)
+DEPTHWISE_CONV2D = tuple(_depthwise_dsp(mode, three) for three in (True, False) for mode in ALL_MODES)
 
 
 # ---- DSP variant (c_templates/kernels/dsp/): predicate, scratch, argument list ---------------
 def fc_plan(k: dict, x_shape: tuple[int, ...], w: np.ndarray, bias: np.ndarray | None, y_shape: tuple[int, ...], *,
-             x: str = "input", y: str = "output") -> tuple[list[CArg], int] | None:
-    """(argument list, scratch bytes) of dsp/fully_connected for the fully_connected_s8 keyword arguments
-    `k` and [O, K] weights; None when it does not apply (a weight zero point, -128 weights, a
-    requantization it cannot do exactly, packing.fold_layer, where channels whose output is provably
-    constant are packed as such, or an accumulator bound of 2^23 or more, packing.pack_fc_blob).
-    The requantization mode is the fastest exact one (packing.MODES),
-    passed as its ECC_DSP_* number."""
+            x: str = "input", y: str = "output", rounding: str = "tflm") -> Plan | None:
+    """fc_plan_why, None instead of the reason."""
+    return plan_or_none(fc_plan_why(k, x_shape, w, bias, y_shape, x=x, y=y, rounding=rounding))
+
+
+def fc_plan_why(k: dict, x_shape: tuple[int, ...], w: np.ndarray, bias: np.ndarray | None,
+                y_shape: tuple[int, ...], *, x: str = "input", y: str = "output",
+                rounding: str = "tflm") -> Plan | str:
+    """(argument list, scratch bytes) of dsp/fully_connected (entry point ecc_dsp_fully_connected_s8,
+    or ecc_dsp_fully_connected_onnx_s8 for rounding "onnx") for the fully_connected_s8 keyword
+    arguments `k` and [O, K] weights; when it does not apply, the first reason (a string): a weight
+    zero point, a requantization it cannot do exactly (packing.fold_layer_why, where channels whose
+    output is provably constant are packed as such), -128 weights or an accumulator bound of 2^23 or
+    more (packing.fc_blob_why_not). The requantization mode is the fastest exact one of the rounding
+    (packing.rounding_modes), passed as its ECC_DSP_* number."""
     if k["filter_offset"] != 0:
-        return None
-    f = fold_layer(w, bias, k["input_offset"], k["out_mult"], k["out_shift"], k["output_offset"],
-                   (k["act_min"], k["act_max"]), constants=True)
-    if f is None:
-        return None
+        return "weight zero point is not 0"
+    f = fold_layer_why(w, bias, k["input_offset"], k["out_mult"], k["out_shift"], k["output_offset"],
+                       (k["act_min"], k["act_max"]), constants=True, rounding=rounding)
+    if isinstance(f, str):
+        return f
+    why = fc_blob_why_not(f)
+    if why:
+        return why
     mode, blocks = f.modes[0], fc_blocks(w.shape[1])
     blob = pack_fc_blob(f, mode)
-    if blob is None:
-        return None
-    args = [*map(CArg.lit, [f.k, k["act_min"], k["act_max"], MODES.index(mode), *x_shape]), CArg("act", x),
+    args = [*map(CArg.lit, [f.k, k["act_min"], k["act_max"], C_MODES.index(mode), *x_shape]), CArg("act", x),
             CArg.lit(blocks), CArg("array", blob, "wpack"), CArg.lit(y_shape[1]), CArg("act", y)]
     return args, 16 * blocks  # one batch row widened to q15, 16 bytes per 8-k block
 
 
-def _fc_node(node: Node, graph: Graph) -> tuple[list[CArg], int] | None:
+def _fc_node(node: Node, graph: Graph, rounding: str) -> Plan | str:
     x, w, y = graph.t(node.inputs[0]), graph.t(node.inputs[1]), graph.t(node.outputs[0])
     bias = graph.t(node.inputs[2]).data if len(node.inputs) > 2 and node.inputs[2] else None
-    return fc_plan(fully_connected.s8_kwargs(node, graph), x.shape, w.data, bias, y.shape, x=x.name, y=y.name)
+    return fc_plan_why(fully_connected.s8_kwargs(node, graph), x.shape, w.data, bias, y.shape, x=x.name, y=y.name,
+                       rounding=rounding)
 
 
-FULLY_CONNECTED = dsp_variant("fully_connected", applies=lambda n, g: _fc_node(n, g) is not None,
-                  scratch_bytes=lambda n, g: _fc_node(n, g)[1], args=lambda n, g: _fc_node(n, g)[0])
+# one entry point per rounding; the mode within it is an argument
+FULLY_CONNECTED = planned_variant("fully_connected", "", "full", lambda n, g: _fc_node(n, g, "tflm"))
+FULLY_CONNECTED_ONNX = planned_variant("fully_connected", "", "onnx", lambda n, g: _fc_node(n, g, "onnx"))
+
+
+def fc_as_conv_plan_why(k: dict, x_shape: tuple[int, ...], w: np.ndarray, bias: np.ndarray | None,
+                        y_shape: tuple[int, ...], *, mode: str, pointwise: bool, x: str = "input",
+                        y: str = "output") -> Plan | str:
+    """A fully connected layer [N, K] x [O, K] as the dsp conv2d GEMM (conv2d_plan_why) of a 1 x N image
+    with K channels and a 1x1 kernel: the fallback of dsp/fully_connected for what its 16-bit lane
+    pairs cannot take (weights holding -128, accumulators of 2^23 or more), each product in its own
+    lane there. pointwise: dsp/conv2d_1x1 (K % 4 == 0), else dsp/conv2d (any K)."""
+    if k["filter_offset"] != 0:
+        return "weight zero point is not 0"
+    conv = dict(stride=(1, 1), pad=(0, 0), dilation=(1, 1), **{n: k[n] for n in (
+        "input_offset", "output_offset", "out_mult", "out_shift", "act_min", "act_max")})
+    n, kd = x_shape
+    return conv2d_plan_why(conv, (1, 1, n, kd), w.reshape(w.shape[0], 1, 1, kd), bias, (1, 1, n, y_shape[1]),
+                           mode=mode, pointwise=pointwise, x=x, y=y)
+
+
+def _fc_conv_node(node: Node, graph: Graph, mode: str, pointwise: bool) -> Plan | str:
+    x, w, y = graph.t(node.inputs[0]), graph.t(node.inputs[1]), graph.t(node.outputs[0])
+    bias = graph.t(node.inputs[2]).data if len(node.inputs) > 2 and node.inputs[2] else None
+    return fc_as_conv_plan_why(fully_connected.s8_kwargs(node, graph), x.shape, w.data, bias, y.shape, mode=mode,
+                               pointwise=pointwise, x=x.name, y=y.name)
+
+
+# after FULLY_CONNECTED*: the conv2d entry points, reported as kernel "dsp_gemm[_1x1][_<mode>]"
+FULLY_CONNECTED_AS_CONV = tuple(
+    replace(v, name="dsp_gemm" + v.name.removeprefix("dsp")) for v in (
+        planned_variant("conv2d", "1x1" if pointwise else "", mode,
+                        lambda n, g, m=mode, p=pointwise: _fc_conv_node(n, g, m, p))
+        for pointwise in (True, False) for mode in ALL_MODES))
 
 
 # ---- DSP variant (c_templates/kernels/dsp/add_s8.c.j2): same arguments, tabulated inputs ------
@@ -182,22 +295,43 @@ def dsp_exact(p: AddParams) -> bool:
 
 
 # where it pays (DSP_MIN_SIZE elements on); like the portable flat kernel, the output may alias an input
-ADD = dsp_variant("add", applies=lambda n, g: (not needs_broadcast(n, g) and g.t(n.outputs[0]).size >= DSP_MIN_SIZE
-                                              and dsp_exact(add.params(n, g)[0])),
-                  scratch_bytes=lambda n, g: 2 * 256 * 4, inplace_inputs=(0, 1))
+def add_why_not(node: Node, graph: Graph) -> str | None:
+    """Why dsp/add does not apply to an Add node (None when it does)."""
+    if needs_broadcast(node, graph):
+        return "broadcast"
+    if graph.t(node.outputs[0]).size < DSP_MIN_SIZE:
+        return f"fewer than {DSP_MIN_SIZE} elements (the tables would not pay)"
+    if not dsp_exact(add.params(node, graph)[0]):
+        return "requantization multiplier out of range"
+    return None
+
+
+# (the onnx entry point: the output stage of rounding onnx, the input terms as TFLM's in both, as portable add)
+ADD, ADD_ONNX = (dsp_variant("add", mode=mode, applies=lambda n, g: add_why_not(n, g) is None, why_not=add_why_not,
+                             scratch_bytes=lambda n, g: 2 * 256 * 4, inplace_inputs=(0, 1))
+                 for mode in ("full", "onnx"))
 
 
 # ---- DSP variants (c_templates/kernels/dsp/): the portable argument lists, no scratch ---------
 # avg: four channels summed in int16 lanes, exact while a window holds at most 255 cells
-AVG_POOL2D = dsp_variant("avg_pool2d", applies=lambda n, g: n.attrs.window.kernel[0] * n.attrs.window.kernel[1] <= 255,
-                      scratch_bytes=lambda n, g: 0)
-MAX_POOL2D = dsp_variant("max_pool2d", applies=lambda n, g: True, scratch_bytes=lambda n, g: 0)
+def _avg_cells(node: Node) -> int:
+    return node.attrs.window.kernel[0] * node.attrs.window.kernel[1]
+
+
+# onnx: the portable twin's arguments (pad_value = the input zero point)
+AVG_POOL2D, AVG_POOL2D_ONNX = (dsp_variant(
+    "avg_pool2d", mode=mode, applies=lambda n, g: _avg_cells(n) <= 255, scratch_bytes=lambda n, g: 0,
+    why_not=lambda n, g: "window of more than 255 cells" if _avg_cells(n) > 255 else None,
+    args=None if mode == "full" else lambda n, g: REGISTRY[OpKind.AVG_POOL2D]._onnx_args(n, g))
+    for mode in ("full", "onnx"))
+MAX_POOL2D = dsp_variant("max_pool2d", applies=lambda n, g: True, scratch_bytes=lambda n, g: 0,
+                         roundings=("tflm", "onnx"))  # rounds nothing
 
 
 
 add_variants(OpKind.CONV2D, *CONV2D)
 add_variants(OpKind.DEPTHWISE_CONV2D, *DEPTHWISE_CONV2D)
-add_variants(OpKind.FULLY_CONNECTED, FULLY_CONNECTED)
-add_variants(OpKind.ADD, ADD)
-add_variants(OpKind.AVG_POOL2D, AVG_POOL2D)
+add_variants(OpKind.FULLY_CONNECTED, FULLY_CONNECTED, FULLY_CONNECTED_ONNX, *FULLY_CONNECTED_AS_CONV)
+add_variants(OpKind.ADD, ADD, ADD_ONNX)
+add_variants(OpKind.AVG_POOL2D, AVG_POOL2D, AVG_POOL2D_ONNX)
 add_variants(OpKind.MAX_POOL2D, MAX_POOL2D)

@@ -14,9 +14,10 @@ from __future__ import annotations
 import numpy as np
 
 from toolchain.ir import Graph, Node
-from toolchain.isa.packing import MODES, dsp_variant, fold_layer, gemm_groups, pack_gemm_blob
+from toolchain.isa.dsp import mode_why_not, plan_or_none, planned_variant
+from toolchain.isa.packing import ALL_MODES, fold_layer_why, gemm_groups, mode_rounding, pack_gemm_blob
 from toolchain.ops import transpose_conv
-from toolchain.ops.registry import CArg, KernelVariant, OpKind, add_variants
+from toolchain.ops.registry import CArg, OpKind, add_variants
 
 
 def phase_taps(w: np.ndarray, stride: tuple[int, int]) -> list[np.ndarray]:
@@ -36,19 +37,33 @@ def phase_taps(w: np.ndarray, stride: tuple[int, int]) -> list[np.ndarray]:
 def transpose_conv_plan(k: dict, x_shape: tuple[int, ...], w: np.ndarray, bias: np.ndarray | None,
                         y_shape: tuple[int, ...], *, mode: str, x: str = "input",
                         y: str = "output") -> tuple[list[CArg], int] | None:
-    """(argument list, scratch bytes) of dsp/transpose_conv for requantization `mode` (packing.MODES),
-    given the transpose_conv_s8 keyword arguments `k` and OHWI weights; None when it does not apply:
-    -128 weights, a requantization it cannot do exactly (packing.fold_layer, per phase: a positive
-    shift, an accumulator that could overflow int32 once doubled), an input zero point outside int8."""
+    """transpose_conv_plan_why, None instead of the reason."""
+    return plan_or_none(transpose_conv_plan_why(k, x_shape, w, bias, y_shape, mode=mode, x=x, y=y))
+
+
+def transpose_conv_plan_why(k: dict, x_shape: tuple[int, ...], w: np.ndarray, bias: np.ndarray | None,
+                            y_shape: tuple[int, ...], *, mode: str, x: str = "input",
+                            y: str = "output") -> tuple[list[CArg], int] | str:
+    """(argument list, scratch bytes) of dsp/transpose_conv for requantization `mode` (packing.C_MODES),
+    given the transpose_conv_s8 keyword arguments `k` and OHWI weights; when it does not apply, the
+    first reason (a string): an input zero point outside int8, grouped, a requantization it cannot do
+    exactly (packing.fold_layer_why, per phase: a positive shift, an accumulator that could overflow
+    int32 once doubled), or the mode. Weights of -128 are exact (the GEMM of ecc_dsp.h)."""
     zp = -int(k["input_offset"])
-    if not -128 <= zp <= 127 or w.shape[3] != x_shape[3]:
-        return None
+    if not -128 <= zp <= 127:
+        return "input zero point outside int8"
+    if w.shape[3] != x_shape[3]:
+        return "grouped convolution"
     blobs, groups = [], 2
+    act = (k["act_min"], k["act_max"])
     for w2d in phase_taps(np.ascontiguousarray(w), k["stride"]):
-        f = fold_layer(np.ascontiguousarray(w2d), bias, k["input_offset"], k["out_mult"], k["out_shift"],
-                       k["output_offset"], (k["act_min"], k["act_max"]))
-        if f is None or mode not in f.modes:
-            return None
+        f = fold_layer_why(np.ascontiguousarray(w2d), bias, k["input_offset"], k["out_mult"], k["out_shift"],
+                           k["output_offset"], act, rounding=mode_rounding(mode))
+        if isinstance(f, str):
+            return f
+        why = mode_why_not(f, mode, act)
+        if why:
+            return why
         blobs.append(pack_gemm_blob(f.w, f, mode))
         groups = max(groups, gemm_groups(w2d.shape[1]))
     args = [*map(CArg.lit, [*k["stride"], *k["pad"], zp, k["act_min"], k["act_max"], *x_shape]), CArg("act", x),
@@ -58,19 +73,14 @@ def transpose_conv_plan(k: dict, x_shape: tuple[int, ...], w: np.ndarray, bias: 
     return args, (16 + 4 * (x_shape[3] % 4 != 0)) * groups
 
 
-def _node_plan(node: Node, graph: Graph, mode: str) -> tuple[list[CArg], int] | None:
+def _node_plan(node: Node, graph: Graph, mode: str) -> tuple[list[CArg], int] | str:
     x, w, y = graph.t(node.inputs[0]), graph.t(node.inputs[1]), graph.t(node.outputs[0])
     bias = graph.t(node.inputs[2]).data if len(node.inputs) > 2 and node.inputs[2] else None
-    return transpose_conv_plan(transpose_conv.s8_kwargs(node, graph), x.shape, w.data, bias, y.shape, mode=mode,
-                               x=x.name, y=y.name)
+    return transpose_conv_plan_why(transpose_conv.s8_kwargs(node, graph), x.shape, w.data, bias, y.shape, mode=mode,
+                                   x=x.name, y=y.name)
 
 
-def _variant(mode: str) -> KernelVariant:
-    return dsp_variant("transpose_conv", mode=mode, applies=lambda n, g: _node_plan(n, g, mode) is not None,
-                       scratch_bytes=lambda n, g: _node_plan(n, g, mode)[1],
-                       args=lambda n, g: _node_plan(n, g, mode)[0])
-
-
-TRANSPOSE_CONV = tuple(_variant(mode) for mode in MODES)
+TRANSPOSE_CONV = tuple(planned_variant("transpose_conv", "", mode, lambda n, g, mode=mode: _node_plan(n, g, mode))
+                       for mode in ALL_MODES)
 
 add_variants(OpKind.TRANSPOSE_CONV, *TRANSPOSE_CONV)

@@ -16,33 +16,62 @@ from typing import Any
 import numpy as np
 
 from toolchain.ir import Graph, Node
-from toolchain.ops.fixed_point import multiply_by_quantized_multiplier
-from toolchain.ops.registry import CArg, KernelVariant, tflm_only
+from toolchain.ops.fixed_point import graph_rounding, rescale
+from toolchain.ops.registry import CArg, KernelVariant
 
 DSP_HEADERS = ("dsp/ecc_dsp_kernels.h", "dsp/ecc_dsp.h")
 INT32_LIMIT = 2**31
-MODES = ("relu", "full", "clamp")  # requantization modes of the dsp kernels (ECC_DSP_* in ecc_dsp.h)
+# requantization modes of the dsp kernels, fastest first: TFLM's double rounding (MODES) and onnx's one
+# rounding, ties to even (ONNX_MODES); C_MODES in the order of their ECC_DSP_* numbers (ecc_dsp.h)
+MODES = ("relu", "full", "clamp")
+ONNX_MODES = ("onnx", "onnx_tie", "onnx_clamp")
+C_MODES = (*MODES, "onnx", "onnx_clamp", "onnx_tie")
+ALL_MODES = MODES + ONNX_MODES  # the order the variants of a kernel are tried in
 LIVE = 999  # constant_channels' mark of a channel whose output depends on the input
+TIE_FREE_ODD = 511  # ecc_dsp.h ECC_DSP_RNE: with an odd multiplier part this large no tie changes an int8 output
+
+
+def mode_rounding(mode: str) -> str:
+    """The `rounding` ("tflm" or "onnx") a requantization mode implements."""
+    return "onnx" if mode in ONNX_MODES else "tflm"
+
+
+def rounding_modes(rounding: str) -> tuple[str, ...]:
+    """The requantization modes of one rounding, fastest first."""
+    return ONNX_MODES if rounding == "onnx" else MODES
 
 
 def dsp_variant(op: str, variant: str = "", *, mode: str = "full", applies: Callable[[Node, Graph], bool],
                 scratch_bytes: Callable[[Node, Graph], int],
                 args: Callable[[Node, Graph], list[CArg]] | None = None, headers: tuple[str, ...] = (),
-                **kw: Any) -> KernelVariant:
+                why_not: Callable[[Node, Graph], str | None] | None = None,
+                roundings: tuple[str, ...] | None = None, **kw: Any) -> KernelVariant:
     """The dsp/<op>[_<variant>]_s8.c.j2 kernel entry point for one requantization mode: function
-    ecc_dsp_<op>[_<variant>][_relu|_clamp]_s8, reported as kernel "dsp[_<variant>][_relu|_clamp]".
-    args None: the op's portable argument list; headers: dsp/ headers beyond DSP_HEADERS;
+    ecc_dsp_<op>[_<variant>][_relu|_clamp|_onnx|_onnx_clamp]_s8, reported as kernel
+    "dsp[_<variant>][_relu|...]". It applies only to graphs whose `rounding` (graph_rounding) is the
+    mode's (mode_rounding), or one of `roundings` (kernels that round nothing). args None: the op's
+    portable argument list; headers: dsp/ headers beyond DSP_HEADERS; why_not: the reason it does not
+    apply to a node (None for a graph of the other rounding: that variant is not a candidate there);
     kw: further KernelVariant fields."""
     stem = f"{op}_{variant}" if variant else op
     tail = "" if mode == "full" else f"_{mode}"
+    ours = roundings or (mode_rounding(mode),)
+
+    def gated(node: Node, graph: Graph) -> bool:
+        return graph_rounding(graph) in ours and applies(node, graph)
+
+    def reason(node: Node, graph: Graph) -> str | None:
+        return why_not(node, graph) if why_not and graph_rounding(graph) in ours else None
+
     return KernelVariant(f"dsp{'_' + variant if variant else ''}{tail}", "dsp", f"dsp/{stem}_s8.c.j2",
-                         f"ecc_dsp_{stem}{tail}_s8", tflm_only(applies), scratch_bytes, args, (*DSP_HEADERS, *headers), **kw)
+                         f"ecc_dsp_{stem}{tail}_s8", gated, scratch_bytes, args, (*DSP_HEADERS, *headers),
+                         why_not=reason, **kw)
 
 
 def lane_safe(w: np.ndarray) -> bool:
-    """Weights inside [-127, 127] (BL-04). SMLAD keeps each product in 32 bits, so our kernels would
-    stay exact with -128, but the rule of the project is that a variant pairing products in 16-bit
-    lanes is only chosen for weights the TFLite int8 spec allows; imported weights are checked here."""
+    """Weights inside [-127, 127] (BL-04). Only dsp/fully_connected needs it (pack_fc_blob stores
+    w1 - [w0 < 0] in an int8); the GEMM and depthwise kernels widen each weight to its own int16 lane
+    and SMLAD / SMLABB keep each product in 32 bits, exact with -128."""
     return bool(w.size == 0 or int(np.min(w)) >= -127)
 
 
@@ -137,7 +166,7 @@ def split_constants(const: np.ndarray | None) -> ConstantSplit | None:
 
 
 def layer_constants(w2d: np.ndarray, bias: np.ndarray | None, input_offset: int, mult, shift, output_offset: int,
-                    act_range: tuple[int, int]) -> np.ndarray:
+                    act_range: tuple[int, int], rounding: str = "tflm") -> np.ndarray:
     """constant_channels of a layer given as the model has it (bias not folded; mult / shift per channel
     or per tensor): the input zero point folded into the bias, a multiplier-0 channel's bias zeroed (its
     output is the zero point, clamped, whatever it accumulates). int64 [O]."""
@@ -145,7 +174,7 @@ def layer_constants(w2d: np.ndarray, bias: np.ndarray | None, input_offset: int,
     mult = np.broadcast_to(np.asarray(mult, np.int64).reshape(-1), (o,))
     shift = np.broadcast_to(np.asarray(shift, np.int64).reshape(-1), (o,))
     b = np.where(mult != 0, fold_bias(w2d, bias, input_offset), 0)
-    return constant_channels(w2d, b, mult, shift, output_offset, act_range)
+    return constant_channels(w2d, b, mult, shift, output_offset, act_range, rounding)
 
 
 def fc_blocks(k: int) -> int:
@@ -167,7 +196,7 @@ def pack_fc_blob(f: "Folded", mode: str) -> np.ndarray | None:
     four shifts of `mode` (int8). 36 + 32 * blocks bytes per quad."""
     o, k = f.w.shape
     w = f.w.astype(np.int64)
-    if np.any(np.abs(f.bias.astype(np.int64)) + 128 * np.abs(w).sum(axis=1) >= FC_SCALED_LIMIT):
+    if fc_blob_why_not(f) is not None:
         return None
     nb, nq = fc_blocks(k), -(-o // 4)
     wp = np.zeros((4 * nq, 8 * nb), np.int64)
@@ -186,6 +215,15 @@ def pack_fc_blob(f: "Folded", mode: str) -> np.ndarray | None:
         parts += [_words(rec[0, rows]), packed[rows].reshape(4, nb, 8).transpose(1, 0, 2).reshape(-1),
                   _words(rec[1, rows]), rec[2, rows].astype(np.int8)]
     return np.concatenate(parts)
+
+
+def fc_blob_why_not(f: "Folded") -> str | None:
+    """Why pack_fc_blob cannot pack f (the first reason), None when it can."""
+    if not lane_safe(f.w):
+        return "weights hold -128"
+    if np.any(np.abs(f.bias.astype(np.int64)) + 128 * np.abs(f.w.astype(np.int64)).sum(axis=1) >= FC_SCALED_LIMIT):
+        return "accumulator may reach 2^23"
+    return None
 
 
 def fold_bias(w2d: np.ndarray, bias: np.ndarray | None, input_offset: int) -> np.ndarray:
@@ -216,48 +254,79 @@ class Folded:
     const: np.ndarray | None = None
 
     def shift(self, mode: str) -> np.ndarray:
-        """The int8 shift array of a mode: e, or e - 1 for relu."""
-        return (np.maximum(self.e - 1, 0) if mode == "relu" else self.e).astype(np.int8)
+        """The int8 shift array of a mode: e, or e - 1 for relu, onnx and onnx_tie (ecc_dsp.h)."""
+        return (np.maximum(self.e - 1, 0) if mode in ("relu", "onnx", "onnx_tie") else self.e).astype(np.int8)
 
 
 def constant_channels(w2d: np.ndarray, folded_bias: np.ndarray, mult: np.ndarray, shift: np.ndarray,
-                      output_offset: int, act_range: tuple[int, int]) -> np.ndarray:
+                      output_offset: int, act_range: tuple[int, int], rounding: str = "tflm") -> np.ndarray:
     """Per output channel, the int8 output it gives for every possible input, or LIVE (999) when that is
     not one value. Over raw int8 x in [-128, 127] (padding taps read the zero point, also int8),
     acc = folded_bias + sum_k x_k w[o, k] spans exactly [lo, hi] with lo / hi taking each x_k at its
-    extreme; MultiplyByQuantizedMultiplier (multiplier >= 0), the offset and the clamp are monotone
-    non-decreasing in acc, so the output is constant iff the two ends agree. A range leaving int32
+    extreme; the output rescale of `rounding` (fixed_point.rescale; multiplier >= 0), the offset and the
+    clamp are monotone non-decreasing in acc, so the output is constant iff the two ends agree. A range leaving int32
     (where TFLM's accumulator would wrap) is never constant. int64 [O]."""
     w = w2d.astype(np.int64)
     b = np.asarray(folded_bias, np.int64)
     lo = b + np.where(w > 0, -128 * w, 127 * w).sum(axis=1)
     hi = b + np.where(w > 0, 127 * w, -128 * w).sum(axis=1)
     inside = (lo >= -INT32_LIMIT) & (hi < INT32_LIMIT)
-    y = [np.clip(multiply_by_quantized_multiplier(np.clip(v, -INT32_LIMIT, INT32_LIMIT - 1), mult, shift)
+    y = [np.clip(rescale(np.clip(v, -INT32_LIMIT, INT32_LIMIT - 1), mult, shift, rounding)
                  + int(output_offset), *act_range) for v in (lo, hi)]
     return np.where(inside & (y[0] == y[1]), y[0], LIVE)
 
 
 def fold_layer(w2d: np.ndarray, bias: np.ndarray | None, input_offset: int, mult: np.ndarray, shift: np.ndarray,
                output_offset: int, act_range: tuple[int, int], *, doubled: bool = False,
-               constants: bool = False) -> Folded | None:
+               constants: bool = False, rounding: str = "tflm") -> Folded | None:
+    """fold_layer_why with the reason dropped: the Folded layer, or None when the dsp kernels would not
+    be exact."""
+    f = fold_layer_why(w2d, bias, input_offset, mult, shift, output_offset, act_range, doubled=doubled,
+                       constants=constants, rounding=rounding)
+    return None if isinstance(f, str) else f
+
+
+def tie_free(mult: np.ndarray) -> np.ndarray:
+    """Per channel (int64 multipliers > 0): whether no tie of the onnx rounding can change an int8
+    output, whatever the accumulator: mult = m_odd 2^a with m_odd >= TIE_FREE_ODD (ecc_dsp.h
+    ECC_DSP_RNE has the proof). bool [O]."""
+    m = np.asarray(mult, np.int64)
+    return m // (m & -m) >= TIE_FREE_ODD
+
+
+def fold_layer_why(w2d: np.ndarray, bias: np.ndarray | None, input_offset: int, mult: np.ndarray, shift: np.ndarray,
+                   output_offset: int, act_range: tuple[int, int], *, doubled: bool = False,
+                   constants: bool = False, rounding: str = "tflm") -> Folded | str:
     """Fold the input zero point into the bias and check the requantization of a layer whose output
-    channel o computes sum_k x_k * w2d[o, k] over raw int8 x. None when the dsp kernels would not be
-    exact: weights holding -128 (lane_safe), a positive shift (multiplier >= 1) or a shift below -31,
-    or an accumulator that could overflow int32 once doubled (|acc| <= |bias'| + 128 sum |w|).
+    channel o computes sum_k x_k * w2d[o, k] over raw int8 x (weights of -128 included: the kernels
+    using fold_layer keep each product in its own 32-bit sum). Returns the reason, a string, when the
+    dsp kernels would not be exact: a positive shift (multiplier >= 1) or, rounding "tflm", a shift below
+    -31, or an accumulator that could overflow int32 once doubled (|acc| <= |bias'| + 128 sum |w|).
+    rounding "onnx": a shift below -31 gives 0 (the value is below one half: multiply_by_quantized_multiplier_rne
+    divides by at most 2^62, and the bound |acc mult| <= 2^61 is checked), so such a channel becomes
+    multiplier 0.
     doubled: return 2 * bias' (kernels that widen their weights doubled).
     constants (kernels that pack Folded.w): a channel failing only the doubling bound whose output
     is one value c for every input (constant_channels; real models have such channels, with biases
     saturated near +-2^30) is rewritten exactly: zero weights, bias' 4 (c - output_offset),
-    multiplier 2^30, shift -1, so that ecc_dsp_out gives c in every mode (h = 2 (c - off), e = 1);
-    Folded.const then holds constant_channels of every channel (the sparse kernels skip them all)."""
-    if not lane_safe(w2d):
-        return None
+    multiplier 2^30, shift -1, so that ecc_dsp_out gives c in every mode (h = 2 (c - off), e = 1; onnx:
+    the product is 2 (c - off) 2^32, no rounding at all);
+    Folded.const then holds constant_channels of every channel (the sparse kernels skip them all).
+    Folded.modes: the modes of `rounding` (rounding_modes) that are exact for the layer."""
     o = w2d.shape[0]
     mult = np.broadcast_to(np.asarray(mult, np.int64).reshape(-1), (o,)).copy()
     shift = np.broadcast_to(np.asarray(shift, np.int64).reshape(-1), (o,)).copy()
-    if np.any(shift > 0) or np.any(shift < -31) or np.any(mult < 0) or np.any(mult >= INT32_LIMIT):
-        return None
+    if rounding == "onnx":
+        tiny = shift < -31
+        w_abs = np.abs(w2d.astype(np.int64)).sum(axis=1)
+        acc_max = np.minimum(np.abs(fold_bias(w2d, bias, input_offset)) + 128 * w_abs, INT32_LIMIT)
+        if np.any(tiny & (acc_max * mult > 2**61)):  # the oracle rounds p / 2^62 there (its shift clipped)
+            return "requantization multiplier out of range (< 2^-32)"
+        mult[tiny], shift[tiny] = 0, 0
+    if np.any(shift > 0) or np.any(mult < 0) or np.any(mult >= INT32_LIMIT):
+        return "requantization multiplier out of range (>= 1)"
+    if np.any(shift < -31):
+        return "requantization multiplier out of range (< 2^-32)"
     # A channel with multiplier 0 outputs its zero point whatever it accumulates (dead channels of
     # real models carry saturated biases): its bias and bound do not matter.
     live = mult != 0
@@ -266,18 +335,26 @@ def fold_layer(w2d: np.ndarray, bias: np.ndarray | None, input_offset: int, mult
     over = 2 * bound + 512 >= INT32_LIMIT
     # exact over raw int8 inputs (never calibration data); a multiplier-0 channel's zeroed bias keeps
     # its proof exact (its output is the zero point, clamped, whatever it accumulates)
-    const = layer_constants(w2d, bias, input_offset, mult, shift, output_offset, act_range) if constants else None
+    const = (layer_constants(w2d, bias, input_offset, mult, shift, output_offset, act_range, rounding)
+             if constants else None)
     if np.any(over) and constants:
         c = const[over]
         if np.any(c == LIVE):
-            return None
+            return "accumulator may overflow int32"
         w2d = w2d.copy()
         w2d[over] = 0
         b[over], mult[over], shift[over] = 4 * (c - int(output_offset)), 1 << 30, -1
     elif np.any(over):
-        return None
+        return "accumulator may overflow int32"
     e = np.where(live, -shift, 1)
     full = tuple(act_range) == (-128, 127)
-    modes = (("relu",) if full and output_offset == -128 and np.all(e >= 1) else ()) + (("full",) if full else ())
+    if rounding == "onnx":
+        # the rewritten constant channels round nothing (exact products), so only the others count
+        ties = live & ~over & ~tie_free(np.where(live, mult, 1))
+        modes = ((() if np.any(ties) else ("onnx",)) + ("onnx_tie",)) if full and np.all(e >= 1) else ()
+        modes += ("onnx_clamp",)
+    else:
+        modes = (("relu",) if full and output_offset == -128 and np.all(e >= 1) else ()) + (("full",) if full else ())
+        modes += ("clamp",)
     return Folded((b * (2 if doubled else 1)).astype(np.int32), mult.astype(np.int32), e, 2 * int(output_offset) + 1,
-                  (*modes, "clamp"), w2d, const)
+                  modes, w2d, const)

@@ -14,6 +14,8 @@
  *   on the accumulator holds. Three modes (ECC_DSP_RELU / FULL / CLAMP, one kernel entry point
  *   each): RELU layers (output range [-128, 127] with zero point -128) skip the rounding of
  *   negative values, which clamp to -128 either way; FULL needs no clamp beyond int8.
+ *   `rounding: onnx` (one rounding, ties to even, as onnxruntime) has three more modes, ECC_DSP_RNE,
+ *   ECC_DSP_RNE_TIE and ECC_DSP_RNE_CLAMP: the same kernels, only the output rescale differs (ecc_dsp_out).
  * 32-bit loads from int8 tensors go through memcpy (LDR tolerates misalignment, LDRD/LDM fault)
  * unless the tensor rows are word aligned (ecc_dsp_w32).
  */
@@ -64,6 +66,41 @@ static inline int32_t ecc_dsp_ssat8_asr1(int32_t v)
 #define ECC_DSP_RELU 0  /* output range [-128, 127], zero point -128, every e >= 1 */
 #define ECC_DSP_FULL 1  /* output range [-128, 127] */
 #define ECC_DSP_CLAMP 2 /* anything else */
+#define ECC_DSP_RNE 3       /* rounding onnx: output range [-128, 127], every e >= 1, no tie reachable */
+#define ECC_DSP_RNE_CLAMP 4 /* rounding onnx: anything else (any range, e in [0, 31], ties) */
+#define ECC_DSP_RNE_TIE 5   /* rounding onnx: output range [-128, 127], every e >= 1, ties reachable */
+
+/* The onnx output rescale: x * mult * 2^(-31 - e) rounded once, ties to even (numpy twin:
+ * multiply_by_quantized_multiplier_rne, portable ecc_multiply_by_quantized_multiplier_rne), + off.
+ * With acc2 = 2 acc, p = acc2 * mult (64-bit, |p| < 2^62) and T = 32 + e:
+ * RNE(p / 2^T) = floor((p + 2^(T-1)) / 2^T) - [p mod 2^(T+1) == 2^(T-1)]
+ * (round half up, minus one on an exact tie whose lower neighbour is even).
+ * ECC_DSP_RNE (sh = e - 1 >= 0): the high word hi of p alone gives the half-up value,
+ * floor((p + 2^(T-1)) / 2^T) = floor((hi + 2^(e-1)) / 2^e) (2^(T-1) is a multiple of 2^32, so the low
+ * word cannot carry into it), and with k = 2 off + 1, ((hi >> sh) + k) >> 1 is that plus off (nested
+ * floors): the RELU mode's instructions with SMULL for SMMULR. Python chooses the mode only where no
+ * tie changes an output: a tie needs acc = 2^(T-2-a) * odd for mult = m_odd * 2^a, i.e. a value
+ * v = odd * m_odd / 2, and half up differs from RNE only when the lower neighbour L = v - 1/2 is even,
+ * giving L + 1 for L: visible only if L + off is in [-128, 126], i.e. (off in [-128, 127], L even)
+ * |v| <= 254.5. packing.py requires m_odd >= 511 for every live channel, so |v| >= 255.5.
+ * ECC_DSP_RNE_TIE (sh = e - 1, layers whose multipliers make ties reachable, e.g. power-of-two scales):
+ * ECC_DSP_RNE minus the tie term. With q = hi >> sh, p's tie with an even lower neighbour is lo == 0,
+ * the low sh bits of hi zero ((q << sh) == hi) and q mod 4 == 1 (bit e-1 of hi set: the half; bit e
+ * clear: floor(p / 2^T) even); then ((q - 2 + k) >> 1) is the half-up value minus one, plus off.
+ * ECC_DSP_RNE_CLAMP (sh = e): the formula above in 64-bit C, then the clamp. */
+static inline int32_t ecc_dsp_rne_hi(int32_t acc2, int32_t mult)
+{
+    return (int32_t)(((int64_t)acc2 * mult) >> 32);
+}
+
+static inline int32_t ecc_dsp_rne_exact(int32_t acc2, int32_t mult, int32_t e)
+{
+    const int64_t p = (int64_t)acc2 * mult;
+    const int32_t t = 32 + e;
+    const int64_t up = (p + ((int64_t)1 << (t - 1))) >> t;
+    const int32_t tie = ((uint64_t)p << (63 - t)) == ((uint64_t)1 << 62);
+    return (int32_t)(up - tie); /* |p| < 2^62, t >= 32: |up| < 2^30 */
+}
 
 /* TFLite MultiplyByQuantizedMultiplier (double rounding, shift = -e <= 0) + output offset, clamped.
  * acc2 = 2 acc. h = SRDHM(acc, mult) = SMMULR(2 acc, mult). RoundingDivideByPOT(h, e) + off
@@ -73,8 +110,22 @@ static inline int32_t ecc_dsp_ssat8_asr1(int32_t v)
 static inline int8_t ecc_dsp_out(int32_t acc2, int32_t mult, int32_t sh, int32_t k, int32_t lo, int32_t hi,
                                  const int mode)
 {
-    const int32_t h = ecc_dsp_smmulr(acc2, mult);
-    int32_t y;
+    int32_t h, y;
+    if (mode == ECC_DSP_RNE) {
+        return (int8_t)ecc_dsp_ssat8_asr1((ecc_dsp_rne_hi(acc2, mult) >> sh) + k);
+    }
+    if (mode == ECC_DSP_RNE_TIE) { /* ECC_DSP_OUT_RNE_TIE in C */
+        const int64_t p = (int64_t)acc2 * mult;
+        const int32_t hi = (int32_t)(p >> 32), q = hi >> sh;
+        const int32_t fix = ((uint32_t)p == 0u) & ((q << sh) == hi) & ((q & 3) == 1);
+        return (int8_t)ecc_dsp_ssat8_asr1(q - 2 * fix + k);
+    }
+    if (mode == ECC_DSP_RNE_CLAMP) {
+        y = ecc_dsp_rne_exact(acc2, mult, sh) + (k >> 1);
+        y = y < lo ? lo : y;
+        return (int8_t)(y > hi ? hi : y);
+    }
+    h = ecc_dsp_smmulr(acc2, mult);
     if (mode == ECC_DSP_RELU) {
         return (int8_t)ecc_dsp_ssat8_asr1((h >> sh) + k);
     }
@@ -179,6 +230,28 @@ static inline int32_t *ecc_dsp_fill(int32_t *dst, int32_t k, int32_t zq)
     "asr %[" acc "], %[" acc "], %[t2]\n\t" \
     "add %[" acc "], %[" acc "], %[t3]\n\t" \
     "ssat %[" acc "], #8, %[" acc "], asr #1\n\t"
+#define ECC_DSP_OUT_RNE(acc, m) \
+    "lsl %[" acc "], %[" acc "], #1\n\t" \
+    "smull %[t4], %[" acc "], %[" acc "], %[" m "]\n\t" \
+    "asr %[" acc "], %[" acc "], %[t2]\n\t" \
+    "add %[" acc "], %[" acc "], %[t3]\n\t" \
+    "ssat %[" acc "], #8, %[" acc "], asr #1\n\t"
+/* ECC_DSP_RNE_TIE (see ecc_dsp_rne_hi): t5 = q, x = low bits of hi and lo, n = q mod 4 xor 1; the
+ * loop reloads x and n after the stores */
+#define ECC_DSP_OUT_RNE_TIE(acc, m) \
+    "lsl %[" acc "], %[" acc "], #1\n\t" \
+    "smull %[t4], %[" acc "], %[" acc "], %[" m "]\n\t" \
+    "asr %[t5], %[" acc "], %[t2]\n\t" \
+    "lsl %[x], %[t5], %[t2]\n\t" \
+    "eor %[x], %[x], %[" acc "]\n\t" \
+    "orr %[x], %[x], %[t4]\n\t" \
+    "and %[n], %[t5], #3\n\t" \
+    "eor %[n], %[n], #1\n\t" \
+    "orrs %[x], %[x], %[n]\n\t" \
+    "it eq\n\t" \
+    "subeq %[t5], %[t5], #2\n\t" \
+    "add %[t5], %[t5], %[t3]\n\t" \
+    "ssat %[" acc "], #8, %[t5], asr #1\n\t"
 #define ECC_DSP_OUT_FULL(acc, m) \
     "lsl %[" acc "], %[" acc "], #1\n\t" \
     "smmulr %[" acc "], %[" acc "], %[" m "]\n\t" \
@@ -213,6 +286,8 @@ static inline int32_t *ecc_dsp_fill(int32_t *dst, int32_t k, int32_t zq)
 #else
 #define ECC_DSP_GEMM_ASM 0
 #endif
+/* the modes the assembly walk implements (the clamping ones take the C walk) */
+#define ECC_DSP_ASM_MODE(mode) ((mode) != ECC_DSP_CLAMP && (mode) != ECC_DSP_RNE_CLAMP)
 #define ECC_DSP_GEMM_PAIRS_AT(OUT, STORE)                                                          \
     __asm__ volatile(                                                                              \
         "2:\n\t"                                                                                   \
@@ -265,18 +340,22 @@ static inline __attribute__((always_inline)) void ecc_dsp_gemm_2col(
     int32_t pairs = out_c >> 1;
     int8_t *oa = out_a;
 #if ECC_DSP_GEMM_ASM
-    if (mode != ECC_DSP_CLAMP && pairs > 0) {
+    if (ECC_DSP_ASM_MODE(mode) && pairs > 0) {
         int32_t a0, a1, b0, b1, x, n, t0, t1, t2, t3, t4, t5;
         struct { const int32_t *cols; int32_t nh, ob, pairs; } m = {cols, groups >> 1, ob, pairs};
         if (mode == ECC_DSP_RELU) {
             ECC_DSP_GEMM_PAIRS(ECC_DSP_OUT_RELU);
+        } else if (mode == ECC_DSP_RNE) {
+            ECC_DSP_GEMM_PAIRS(ECC_DSP_OUT_RNE);
+        } else if (mode == ECC_DSP_RNE_TIE) {
+            ECC_DSP_GEMM_PAIRS(ECC_DSP_OUT_RNE_TIE);
         } else {
             ECC_DSP_GEMM_PAIRS(ECC_DSP_OUT_FULL);
         }
         pairs = 0;
     }
 #endif
-    for (; pairs > 0; --pairs, oa += 2) { /* CLAMP: the same walk in C */
+    for (; pairs > 0; --pairs, oa += 2) { /* CLAMP, RNE_CLAMP: the same walk in C */
         const int32_t *r = (const int32_t *)(const void *)w;
         const int32_t *x = cols;
         int32_t a0 = r[0], a1 = r[1], b0 = r[0], b1 = r[1], g;

@@ -8,7 +8,10 @@
  * - requantization (ecc_dsp_out in ecc_dsp.h): k = 2 * output_offset + 1, the clamp, and per output
  *   channel an int32 multiplier and a shift. One entry point per mode: `_relu` for layers whose
  *   output range is [-128, 127] with zero point -128 (their shift is one less), plain for the range
- *   [-128, 127], `_clamp` for any other range;
+ *   [-128, 127], `_clamp` for any other range; under `rounding: onnx` (one rounding, ties to even)
+ *   `_onnx` for the range [-128, 127] when no tie can change an output (its shift is one less) and
+ *   `_onnx_tie` for that range where ties are reachable, `_onnx_clamp` for anything else;
+ *   fully_connected takes the mode as an argument (ECC_DSP_*);
  * - GEMM kernels (conv2d, conv2d_1x1): `weights` is one blob read front to back, per pair of
  *   output channels the folded biases, the two rows interleaved per 4-k group (`groups` groups,
  *   even), the multipliers and shifts and k (ecc_dsp.h); conv2d_1x1_sparse: a constant row first
@@ -37,6 +40,27 @@ int ecc_dsp_conv2d_clamp_s8(int8_t *scratch,
     int32_t k_h, int32_t k_w, int32_t groups, const int8_t *weights,
     int32_t out_h, int32_t out_w, int32_t out_c, int8_t *output);
 
+int ecc_dsp_conv2d_onnx_s8(int8_t *scratch,
+    int32_t stride_h, int32_t stride_w, int32_t pad_top, int32_t pad_left, int32_t dilation_h, int32_t dilation_w,
+    int32_t input_zp, int32_t act_min, int32_t act_max,
+    int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, const int8_t *input,
+    int32_t k_h, int32_t k_w, int32_t groups, const int8_t *weights,
+    int32_t out_h, int32_t out_w, int32_t out_c, int8_t *output);
+
+int ecc_dsp_conv2d_onnx_clamp_s8(int8_t *scratch,
+    int32_t stride_h, int32_t stride_w, int32_t pad_top, int32_t pad_left, int32_t dilation_h, int32_t dilation_w,
+    int32_t input_zp, int32_t act_min, int32_t act_max,
+    int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, const int8_t *input,
+    int32_t k_h, int32_t k_w, int32_t groups, const int8_t *weights,
+    int32_t out_h, int32_t out_w, int32_t out_c, int8_t *output);
+
+int ecc_dsp_conv2d_onnx_tie_s8(int8_t *scratch,
+    int32_t stride_h, int32_t stride_w, int32_t pad_top, int32_t pad_left, int32_t dilation_h, int32_t dilation_w,
+    int32_t input_zp, int32_t act_min, int32_t act_max,
+    int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, const int8_t *input,
+    int32_t k_h, int32_t k_w, int32_t groups, const int8_t *weights,
+    int32_t out_h, int32_t out_w, int32_t out_c, int8_t *output);
+
 int ecc_dsp_conv2d_relu_s8(int8_t *scratch,
     int32_t stride_h, int32_t stride_w, int32_t pad_top, int32_t pad_left, int32_t dilation_h, int32_t dilation_w,
     int32_t input_zp, int32_t act_min, int32_t act_max,
@@ -52,6 +76,27 @@ int ecc_dsp_conv2d_1x1_s8(int8_t *scratch,
     int32_t out_h, int32_t out_w, int32_t out_c, int8_t *output);
 
 int ecc_dsp_conv2d_1x1_clamp_s8(int8_t *scratch,
+    int32_t stride_h, int32_t stride_w,
+    int32_t act_min, int32_t act_max,
+    int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, const int8_t *input,
+    int32_t groups, const int8_t *weights,
+    int32_t out_h, int32_t out_w, int32_t out_c, int8_t *output);
+
+int ecc_dsp_conv2d_1x1_onnx_s8(int8_t *scratch,
+    int32_t stride_h, int32_t stride_w,
+    int32_t act_min, int32_t act_max,
+    int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, const int8_t *input,
+    int32_t groups, const int8_t *weights,
+    int32_t out_h, int32_t out_w, int32_t out_c, int8_t *output);
+
+int ecc_dsp_conv2d_1x1_onnx_clamp_s8(int8_t *scratch,
+    int32_t stride_h, int32_t stride_w,
+    int32_t act_min, int32_t act_max,
+    int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, const int8_t *input,
+    int32_t groups, const int8_t *weights,
+    int32_t out_h, int32_t out_w, int32_t out_c, int8_t *output);
+
+int ecc_dsp_conv2d_1x1_onnx_tie_s8(int8_t *scratch,
     int32_t stride_h, int32_t stride_w,
     int32_t act_min, int32_t act_max,
     int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, const int8_t *input,
@@ -81,6 +126,27 @@ int ecc_dsp_conv2d_1x1_sparse_clamp_s8(int8_t *scratch,
     int32_t groups, int32_t live_c, const int8_t *weights,
     int32_t out_h, int32_t out_w, int32_t out_c, int8_t *output);
 
+int ecc_dsp_conv2d_1x1_sparse_onnx_s8(int8_t *scratch,
+    int32_t stride_h, int32_t stride_w,
+    int32_t act_min, int32_t act_max,
+    int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, const int8_t *input,
+    int32_t groups, int32_t live_c, const int8_t *weights,
+    int32_t out_h, int32_t out_w, int32_t out_c, int8_t *output);
+
+int ecc_dsp_conv2d_1x1_sparse_onnx_clamp_s8(int8_t *scratch,
+    int32_t stride_h, int32_t stride_w,
+    int32_t act_min, int32_t act_max,
+    int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, const int8_t *input,
+    int32_t groups, int32_t live_c, const int8_t *weights,
+    int32_t out_h, int32_t out_w, int32_t out_c, int8_t *output);
+
+int ecc_dsp_conv2d_1x1_sparse_onnx_tie_s8(int8_t *scratch,
+    int32_t stride_h, int32_t stride_w,
+    int32_t act_min, int32_t act_max,
+    int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, const int8_t *input,
+    int32_t groups, int32_t live_c, const int8_t *weights,
+    int32_t out_h, int32_t out_w, int32_t out_c, int8_t *output);
+
 int ecc_dsp_conv2d_1x1_sparse_relu_s8(int8_t *scratch,
     int32_t stride_h, int32_t stride_w,
     int32_t act_min, int32_t act_max,
@@ -97,6 +163,30 @@ int ecc_dsp_depthwise_conv2d_s8(int8_t *scratch,
     int32_t out_h, int32_t out_w, int32_t out_c, int8_t *output);
 
 int ecc_dsp_depthwise_conv2d_clamp_s8(int8_t *scratch,
+    int32_t stride_h, int32_t stride_w, int32_t pad_top, int32_t pad_left, int32_t dilation_h, int32_t dilation_w,
+    int32_t depth_multiplier, int32_t input_zp, int32_t out_k, int32_t act_min, int32_t act_max,
+    const int32_t *mult, const int8_t *shift,
+    int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, const int8_t *input,
+    int32_t k_h, int32_t k_w, const int8_t *weights, const int32_t *bias,
+    int32_t out_h, int32_t out_w, int32_t out_c, int8_t *output);
+
+int ecc_dsp_depthwise_conv2d_onnx_s8(int8_t *scratch,
+    int32_t stride_h, int32_t stride_w, int32_t pad_top, int32_t pad_left, int32_t dilation_h, int32_t dilation_w,
+    int32_t depth_multiplier, int32_t input_zp, int32_t out_k, int32_t act_min, int32_t act_max,
+    const int32_t *mult, const int8_t *shift,
+    int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, const int8_t *input,
+    int32_t k_h, int32_t k_w, const int8_t *weights, const int32_t *bias,
+    int32_t out_h, int32_t out_w, int32_t out_c, int8_t *output);
+
+int ecc_dsp_depthwise_conv2d_onnx_clamp_s8(int8_t *scratch,
+    int32_t stride_h, int32_t stride_w, int32_t pad_top, int32_t pad_left, int32_t dilation_h, int32_t dilation_w,
+    int32_t depth_multiplier, int32_t input_zp, int32_t out_k, int32_t act_min, int32_t act_max,
+    const int32_t *mult, const int8_t *shift,
+    int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, const int8_t *input,
+    int32_t k_h, int32_t k_w, const int8_t *weights, const int32_t *bias,
+    int32_t out_h, int32_t out_w, int32_t out_c, int8_t *output);
+
+int ecc_dsp_depthwise_conv2d_onnx_tie_s8(int8_t *scratch,
     int32_t stride_h, int32_t stride_w, int32_t pad_top, int32_t pad_left, int32_t dilation_h, int32_t dilation_w,
     int32_t depth_multiplier, int32_t input_zp, int32_t out_k, int32_t act_min, int32_t act_max,
     const int32_t *mult, const int8_t *shift,
@@ -126,6 +216,27 @@ int ecc_dsp_depthwise_conv2d_3x3_clamp_s8(int8_t *scratch,
     const int8_t *weights, const int32_t *bias,
     int32_t out_h, int32_t out_w, int32_t out_c, int8_t *output);
 
+int ecc_dsp_depthwise_conv2d_3x3_onnx_s8(int8_t *scratch,
+    int32_t stride_h, int32_t stride_w, int32_t pad_top, int32_t pad_left,
+    int32_t input_zp, int32_t out_k, int32_t act_min, int32_t act_max, const int32_t *mult, const int8_t *shift,
+    int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, const int8_t *input,
+    const int8_t *weights, const int32_t *bias,
+    int32_t out_h, int32_t out_w, int32_t out_c, int8_t *output);
+
+int ecc_dsp_depthwise_conv2d_3x3_onnx_clamp_s8(int8_t *scratch,
+    int32_t stride_h, int32_t stride_w, int32_t pad_top, int32_t pad_left,
+    int32_t input_zp, int32_t out_k, int32_t act_min, int32_t act_max, const int32_t *mult, const int8_t *shift,
+    int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, const int8_t *input,
+    const int8_t *weights, const int32_t *bias,
+    int32_t out_h, int32_t out_w, int32_t out_c, int8_t *output);
+
+int ecc_dsp_depthwise_conv2d_3x3_onnx_tie_s8(int8_t *scratch,
+    int32_t stride_h, int32_t stride_w, int32_t pad_top, int32_t pad_left,
+    int32_t input_zp, int32_t out_k, int32_t act_min, int32_t act_max, const int32_t *mult, const int8_t *shift,
+    int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, const int8_t *input,
+    const int8_t *weights, const int32_t *bias,
+    int32_t out_h, int32_t out_w, int32_t out_c, int8_t *output);
+
 int ecc_dsp_depthwise_conv2d_3x3_relu_s8(int8_t *scratch,
     int32_t stride_h, int32_t stride_w, int32_t pad_top, int32_t pad_left,
     int32_t input_zp, int32_t out_k, int32_t act_min, int32_t act_max, const int32_t *mult, const int8_t *shift,
@@ -141,6 +252,12 @@ int ecc_dsp_fully_connected_s8(int8_t *scratch,
     int32_t blocks, const int8_t *weights,
     int32_t out_depth, int8_t *output);
 
+int ecc_dsp_fully_connected_onnx_s8(int8_t *scratch,
+    int32_t out_k, int32_t act_min, int32_t act_max, int32_t mode,
+    int32_t batches, int32_t in_depth, const int8_t *input,
+    int32_t blocks, const int8_t *weights,
+    int32_t out_depth, int8_t *output);
+
 /* same arguments as ecc_add_s8; scratch: 2 KB (two tables of 256 int32) */
 int ecc_dsp_add_s8(int8_t *scratch,
     int32_t input1_offset, int32_t input1_mult, int32_t input1_shift,
@@ -148,8 +265,22 @@ int ecc_dsp_add_s8(int8_t *scratch,
     int32_t output_offset, int32_t output_mult, int32_t output_shift, int32_t act_min, int32_t act_max,
     int32_t size, const int8_t *input1, const int8_t *input2, int8_t *output);
 
+/* the same, rounding onnx (the output stage of add_s8_onnx) */
+int ecc_dsp_add_onnx_s8(int8_t *scratch,
+    int32_t input1_offset, int32_t input1_mult, int32_t input1_shift,
+    int32_t input2_offset, int32_t input2_mult, int32_t input2_shift, int32_t left_shift,
+    int32_t output_offset, int32_t output_mult, int32_t output_shift, int32_t act_min, int32_t act_max,
+    int32_t size, const int8_t *input1, const int8_t *input2, int8_t *output);
+
 /* same arguments as ecc_avg_pool2d_s8 (windows of at most 255 cells) and ecc_max_pool2d_s8 */
 int ecc_dsp_avg_pool2d_s8(int8_t *scratch,
+    int32_t stride_h, int32_t stride_w, int32_t pad_top, int32_t pad_left, int32_t k_h, int32_t k_w,
+    int32_t count_include_pad, int32_t pad_bottom, int32_t pad_right, int32_t pad_value, int32_t act_min, int32_t act_max,
+    int32_t batches, int32_t in_h, int32_t in_w, int32_t channels, const int8_t *input,
+    int32_t out_h, int32_t out_w, int8_t *output);
+
+/* the same, rounding onnx (pad_value: the input zero point; avg_pool2d_s8_onnx) */
+int ecc_dsp_avg_pool2d_onnx_s8(int8_t *scratch,
     int32_t stride_h, int32_t stride_w, int32_t pad_top, int32_t pad_left, int32_t k_h, int32_t k_w,
     int32_t count_include_pad, int32_t pad_bottom, int32_t pad_right, int32_t pad_value, int32_t act_min, int32_t act_max,
     int32_t batches, int32_t in_h, int32_t in_w, int32_t channels, const int8_t *input,
@@ -170,6 +301,27 @@ int ecc_dsp_transpose_conv_s8(int8_t *scratch,
     int32_t out_h, int32_t out_w, int32_t out_c, int8_t *output);
 
 int ecc_dsp_transpose_conv_clamp_s8(int8_t *scratch,
+    int32_t stride_h, int32_t stride_w, int32_t pad_top, int32_t pad_left,
+    int32_t input_zp, int32_t act_min, int32_t act_max,
+    int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, const int8_t *input,
+    int32_t k_h, int32_t k_w, const int8_t *weights,
+    int32_t out_h, int32_t out_w, int32_t out_c, int8_t *output);
+
+int ecc_dsp_transpose_conv_onnx_s8(int8_t *scratch,
+    int32_t stride_h, int32_t stride_w, int32_t pad_top, int32_t pad_left,
+    int32_t input_zp, int32_t act_min, int32_t act_max,
+    int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, const int8_t *input,
+    int32_t k_h, int32_t k_w, const int8_t *weights,
+    int32_t out_h, int32_t out_w, int32_t out_c, int8_t *output);
+
+int ecc_dsp_transpose_conv_onnx_clamp_s8(int8_t *scratch,
+    int32_t stride_h, int32_t stride_w, int32_t pad_top, int32_t pad_left,
+    int32_t input_zp, int32_t act_min, int32_t act_max,
+    int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, const int8_t *input,
+    int32_t k_h, int32_t k_w, const int8_t *weights,
+    int32_t out_h, int32_t out_w, int32_t out_c, int8_t *output);
+
+int ecc_dsp_transpose_conv_onnx_tie_s8(int8_t *scratch,
     int32_t stride_h, int32_t stride_w, int32_t pad_top, int32_t pad_left,
     int32_t input_zp, int32_t act_min, int32_t act_max,
     int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, const int8_t *input,
