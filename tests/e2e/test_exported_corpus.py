@@ -21,8 +21,7 @@ from e2e_helpers import REPO, assert_rejected
 CORPUS = REPO.parent / "shared" / "models" / "exported"
 SLOW = os.environ.get("EDGECC_SLOW") == "1"
 # files that need features of the issue on models quantized by other tools: refused by name until then
-REFUSED = {"keras_mobilenet_v2_035_uint8io.tflite": "uint8 model input/output",
-           "tv_mobilenet_v2_035_qdq_u8u8_pertensor.onnx": "non-zero zero points"}
+REFUSED = {"keras_mobilenet_v2_035_uint8io.tflite": "uint8 model input/output"}
 # small and varied: an old opset with a dynamic batch, the TFLite op mix, a QDQ MobileNet
 REPRESENTATIVE = ("kws_cnn_legacy_op9_dynbatch.onnx", "keras_opmix_int8.tflite",
                   "tv_mobilenet_v2_035_qdq_s8s8_perchannel.onnx")

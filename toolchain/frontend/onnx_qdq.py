@@ -8,7 +8,8 @@ ops, record scales and zero points by ONNX name) -> the float converters of tool
 unchanged, on the float core -> map the recorded parameters onto IR tensor names.
 One QDQ-only rule: an AveragePool whose output grid differs from its input's (ORT averages in float
 and requantizes; TFLite int8 pooling cannot) becomes a depthwise conv with weights 1 at scale 1/n.
-Opsets 10 to 21; int8 and uint8 (uint8 becomes int8: integers and zero point - 128).
+Opsets 10 to 21; int8 and uint8 (uint8 becomes int8: integers and zero point - 128); weights with a
+zero point become symmetric where that is exact, else keep a per-tensor one (filter_offset).
 Not here: the quantizer (quantize.given), onnxruntime comparisons (onnx_qdq_ort).
 """
 from __future__ import annotations
@@ -55,6 +56,7 @@ class QdqBuilder(Builder):
         super().__init__(path, opset, name)
         self.acts = acts
         self.ir_consts: dict[str, Tensor] = {}
+        self.const_sources: dict[str, str] = {}  # IR constant -> the core constant it came from
 
 
 OVERRIDES: dict[str, Callable[..., Any]] = {}
@@ -135,27 +137,49 @@ def _map_consts(b: QdqBuilder, node: Any, s: Stripped, first: int) -> None:
             except ValueError:
                 raise b.unsupported(f"bias {name!r} of shape {list(t.shape)}") from None
         b.ir_consts[ir.inputs[i]] = Tensor(ir.inputs[i], ir_t.shape, t.dtype, t.quant, data)
+        b.const_sources[ir.inputs[i]] = name
 
 
-def _refuse_asymmetric_weights(path: Path, s: Stripped) -> None:
-    """Weights (input 1 of Conv / Gemm / MatMul) with non-zero zero points need asymmetric weight
-    kernels (a later issue): refused first, in one line naming the feature and, for the first such
-    tensor, the file's own integer tensor and zero point as written (uint8 not shifted to int8)."""
-    names = list(dict.fromkeys(n.input[1] for n in s.nodes if n.op_type in WEIGHT_AXIS and len(n.input) > 1))
-    bad = [w for w in names if w in s.weights and s.weights[w].dtype == DType.INT8
-           and any(z != 0 for z in s.weights[w].quant.zero_point)]
-    if not bad:
-        return
-    source, zp = s.weight_source.get(bad[0], (bad[0], np.asarray(s.weights[bad[0]].quant.zero_point, np.int8)))
+def _weight_names(s: Stripped) -> list[str]:
+    """The constants that are weights (input 1 of Conv / Gemm / MatMul) of the float core."""
+    return list(dict.fromkeys(n.input[1] for n in s.nodes if n.op_type in WEIGHT_AXIS and len(n.input) > 1))
+
+
+def _as_written(s: Stripped, name: str) -> str:
+    """Weights as the file names them, with their zero point(s) as written (uint8 not shifted)."""
+    source, zp = s.weight_source.get(name, (name, np.asarray(s.weights[name].quant.zero_point, np.int8)))
     zps = np.asarray(zp).reshape(-1)
     shown = ", ".join(str(int(z)) for z in zps[:3]) + (", …" if zps.size > 3 else "")
     zp_text = f"zero point {shown}" if zps.size == 1 else f"zero points {shown} (per channel)"
-    dtype = f"{zps.dtype}, where 128 is symmetric" if zps.dtype == np.uint8 else str(zps.dtype)
-    n = len(bad)
-    raise UnsupportedModel(
-        f"{path}: {n} weight tensor{'s' if n != 1 else ''} with non-zero zero points (e.g. {source!r} {zp_text}, "
-        f"{dtype}): asymmetric int8/uint8 weights are not supported yet; quantize weights symmetric "
-        "(onnxruntime: weight_type=QInt8, per_channel or not)")
+    return f"{source!r} ({zp_text}, {zps.dtype})"
+
+
+def _symmetric_weights(path: Path, s: Stripped) -> None:
+    """Weights with zero points, as onnxruntime's uint8 weights have them: where every w - zw lies in
+    [-128, 127] they become int8 weights with zero point 0, exactly (same real values, no run-time
+    cost); the others keep their zero point (the kernels' filter_offset: one for every channel).
+    Per-channel zero points that differ and whose w - zw leave int8 are refused, in one line naming
+    the file's tensor as written."""
+    bad = []
+    for name in _weight_names(s):
+        t = s.weights.get(name)
+        if t is None or t.dtype != DType.INT8 or not any(z != 0 for z in t.quant.zero_point):
+            continue
+        zp = np.asarray(t.quant.zero_point, np.int64)
+        if t.quant.is_per_channel:
+            zp = zp.reshape([-1 if i == t.quant.axis else 1 for i in range(t.data.ndim)])
+        d = t.data.astype(np.int64) - zp
+        if d.min(initial=0) >= -128 and d.max(initial=0) <= 127:
+            qp = QuantParams(t.quant.scale, (0,) * len(t.quant.scale), t.quant.axis)
+            s.weights[name] = Tensor(t.name, t.shape, DType.INT8, qp, d.astype(np.int8))
+        elif len(set(t.quant.zero_point)) > 1:
+            bad.append(name)
+    if bad:
+        n = len(bad)
+        raise UnsupportedModel(
+            f"{path}: {n} weight tensor{'s' if n != 1 else ''} with different zero points per channel and values beyond "
+            f"int8 of them (e.g. {_as_written(s, bad[0])}): not supported; quantize weights symmetric "
+            "(onnxruntime: weight_type=QInt8) or per tensor")
 
 
 def load_qdq(path: str | Path, input_shapes: dict[str, tuple[int, ...]] | None = None) -> QdqModel:
@@ -171,7 +195,7 @@ def load_qdq(path: str | Path, input_shapes: dict[str, tuple[int, ...]] | None =
     if opset not in OPSETS:
         raise InputError(f"{path}: opset {opset} (quantized ONNX models need opset 10 to 21)")
     s = strip(model)
-    _refuse_asymmetric_weights(path, s)
+    _symmetric_weights(path, s)
     converters = {**CONVERTERS, **OVERRIDES}
     b = QdqBuilder(path, opset, model.graph.name or path.stem, s.acts)
     b.model, b.errors, b.index = model, list(s.errors), dict(s.index)
@@ -194,8 +218,9 @@ def load_qdq(path: str | Path, input_shapes: dict[str, tuple[int, ...]] | None =
     outs = [s.int_of[o.name][0] if o.name in s.int_of else s.alias.get(o.name, o.name) for o in model.graph.output]
     graph = b.finish(outs)
     given = {b.vals[k].name: qp for k, qp in s.acts.items() if k in b.vals}
+    sources = {ir: _as_written(s, name) for ir, name in b.const_sources.items() if name in s.weight_source}
     meta = {**graph.meta, "format": "onnx-qdq", "onnx_io_types": types,
-            "onnx_outputs": tuple(o.name for o in model.graph.output)}
+            "onnx_outputs": tuple(o.name for o in model.graph.output), "weight_sources": sources}
     return QdqModel(replace(graph, meta=meta), given, b.ir_consts)
 
 

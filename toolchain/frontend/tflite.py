@@ -124,13 +124,17 @@ class Builder:
         _check_int8_per_tensor(t, role, self.unsupported)
         return t
 
-    def weights(self, idx: int, rank: int, axis: int) -> Tensor:
-        """Constant int8 weights, symmetric (zero points 0), per-tensor or per-channel along `axis`."""
+    def weights(self, idx: int, rank: int, axis: int, zero_point_ok: bool = False) -> Tensor:
+        """Constant int8 weights, symmetric (zero points 0), per-tensor or per-channel along `axis`;
+        `zero_point_ok`: a per-tensor zero point is taken too (FULLY_CONNECTED: TFLM passes it to
+        the kernel as filter_offset)."""
         t = self.tensor(idx, "weights")
         if not t.is_const or t.dtype != DType.INT8 or t.quant is None or len(t.shape) != rank:
             raise self.unsupported(f"weights {t.name!r}: need constant int8 of rank {rank} with quantization")
-        if any(z != 0 for z in t.quant.zero_point):  # TFLM DCHECKs this; the kernels assume it
-            raise self.unsupported(f"weights {t.name!r} with non-zero zero point")
+        if any(z != 0 for z in t.quant.zero_point) and (t.quant.is_per_channel or not zero_point_ok):
+            # TFLM's conv kernels DCHECK a zero point of 0; its FULLY_CONNECTED takes a per-tensor one
+            raise self.unsupported(f"weights {t.name!r} with zero point {t.quant.zero_point[0]} (TFLite int8 "
+                                   "weights are symmetric; only FULLY_CONNECTED takes a per-tensor zero point)")
         if t.quant.is_per_channel and (t.quant.axis != axis or len(t.quant.scale) != t.shape[axis]):
             raise self.unsupported(f"weights {t.name!r} quantized along axis {t.quant.axis} (need {axis})")
         return t
@@ -269,7 +273,7 @@ def depthwise_conv_2d(b: Builder, input: int, filter: int, bias: int = -1, *, pa
 @converter("FULLY_CONNECTED")
 def fully_connected(b: Builder, input: int, weights: int, bias: int = -1, *,
                     fused_activation_function: int = 0, keep_num_dims: bool = False) -> None:
-    x, w = b.act(input), b.weights(weights, 2, axis=0)
+    x, w = b.act(input), b.weights(weights, 2, axis=0, zero_point_ok=True)
     y = b.act(b.op.outputs[0], "output")
     o, k = w.shape
     if x.size % k:
