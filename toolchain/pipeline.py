@@ -31,6 +31,7 @@ from toolchain.frontend.onnx import load_onnx
 from toolchain.frontend.onnx_canonical import canonical_onnx
 from toolchain.frontend.onnx_qdq import is_quantized_onnx, load_qdq
 from toolchain.frontend.tflite import load_tflite
+from toolchain.io_dtypes import to_model_dtype
 from toolchain.ir import Graph
 from toolchain.ir.check_finite import check_finite_graph, check_given
 from toolchain.lower import lowering_target, scratch_sizes, select_kernels
@@ -217,10 +218,11 @@ def expected_instructions(build: Build, samples: int) -> dict[str, int]:
 
 
 def write_inputs(path: Path, data_s8: dict[str, np.ndarray], graph: Graph) -> int:
-    """Write inputs.bin: for each sample, each graph input's int8 bytes in input order. Returns S."""
+    """Write inputs.bin: for each sample, each graph input's bytes in input order, in the model's own
+    dtype (int8; uint8 for a uint8 input: toolchain.io_dtypes). Returns S."""
     n = len(next(iter(data_s8.values())))
     with path.open("wb") as f:
         for i in range(n):
             for name in graph.inputs:
-                f.write(np.ascontiguousarray(data_s8[name][i], graph.t(name).dtype.np).tobytes())
+                f.write(np.ascontiguousarray(to_model_dtype(graph, name, data_s8[name][i])).tobytes())
     return n

@@ -31,6 +31,7 @@ from toolchain.frontend.onnx_canonical import canonical_onnx, opset_of, read_onn
 from toolchain.frontend.onnx_qdq_strip import QDQ_OPS, Stripped, elem_types, strip
 from toolchain.frontend.onnx_validate import DEFAULT_DOMAINS
 from toolchain.frontend.unsupported import summary_error
+from toolchain.io_dtypes import UINT8_IO
 from toolchain.ir import DType, Graph, Node, QuantParams, Tensor
 from toolchain.ops.depthwise_conv2d import DepthwiseConv2DAttrs
 from toolchain.ops.registry import OpKind
@@ -219,8 +220,11 @@ def load_qdq(path: str | Path, input_shapes: dict[str, tuple[int, ...]] | None =
     graph = b.finish(outs)
     given = {b.vals[k].name: qp for k, qp in s.acts.items() if k in b.vals}
     sources = {ir: _as_written(s, name) for ir, name in b.const_sources.items() if name in s.weight_source}
+    onnx_io = [*zip(graph.inputs, names, strict=True), *zip(graph.outputs, (o.name for o in model.graph.output),
+                                                                strict=True)]
     meta = {**graph.meta, "format": "onnx-qdq", "onnx_io_types": types,
-            "onnx_outputs": tuple(o.name for o in model.graph.output), "weight_sources": sources}
+            "onnx_outputs": tuple(o.name for o in model.graph.output), "weight_sources": sources,
+            UINT8_IO: tuple(ir for ir, name in onnx_io if types[name] == "uint8")}  # the API keeps them uint8
     return QdqModel(replace(graph, meta=meta), given, b.ir_consts)
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import inspect
 import math
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ import numpy as np
 from toolchain.errors import UnsupportedModel
 from toolchain.frontend.tflite_reader import TflModel, TflOp, read_tflite
 from toolchain.frontend.unsupported import UNKNOWN_OP, NodeUnsupported, Problem, summary_error
+from toolchain.io_dtypes import UINT8_IO
 from toolchain.ir import DType, Graph, Node, QuantParams, Tensor
 from toolchain.ir.graph import fresh_name
 from toolchain.ops.add import AddAttrs
@@ -207,24 +209,26 @@ class Builder:
         return self.emit(OpKind.RESHAPE, [x], ReshapeAttrs(tuple(shape)), out)
 
 
-def _refuse_uint8_io(path: Path, m: TflModel) -> None:
-    """uint8 model inputs / outputs converted by QUANTIZE (uint8 -> int8 at the input, int8 -> uint8
-    at the output) are a feature of a later issue: refused first, in one line naming it."""
+def _uint8_edges(m: TflModel) -> tuple[TflModel, tuple[str, ...]]:
+    """uint8 model inputs read only by QUANTIZE (uint8 -> int8) and uint8 model outputs written by
+    QUANTIZE (int8 -> uint8), what the TFLite converter writes for inference_input_type /
+    inference_output_type = tf.uint8 around an int8 core: each becomes an int8 tensor of the same
+    real values (integers and zero point - 128, same scale), so the QUANTIZE is an int8 -> int8
+    requantization computing what TFLM's uint8 Requantize computes (an exact -128 shift when the
+    scales are equal). Returns the model and their names; the generated API keeps them uint8
+    (toolchain.io_dtypes). Other uint8 tensors stay as they are (refused later, by name)."""
     def uint8(i: int) -> bool:
-        return m.tensors[i] is not None and m.tensors[i].dtype == DType.UINT8
+        t = m.tensors[i]
+        return t is not None and t.dtype == DType.UINT8 and t.quant is not None and not t.quant.is_per_channel
 
-    def quantized(i: int) -> bool:  # read by QUANTIZE operators only
-        readers = [op.name for op in m.ops if i in op.inputs]
-        return bool(readers) and set(readers) == {"QUANTIZE"}
-
-    ins = [i for i in m.inputs if uint8(i) and quantized(i)]
-    outs = [i for i in m.outputs if uint8(i) and any(op.name == "QUANTIZE" for op in m.ops if i in op.outputs)]
-    if not ins and not outs:
-        return
-    names = ", ".join(f"{'input' if i in ins else 'output'} {m.tensors[i].name!r}" for i in (*ins, *outs))
-    raise UnsupportedModel(f"{path}: uint8 model input/output ({names}: QUANTIZE uint8<->int8 at the graph edges) "
-                           "is not supported yet; convert with inference_input_type/inference_output_type="
-                           "tf.int8 or float32")
+    ins = [i for i in m.inputs if uint8(i) and {op.name for op in m.ops if i in op.inputs} == {"QUANTIZE"}]
+    outs = [i for i in m.outputs if uint8(i) and i not in m.inputs and
+            [op.name for op in m.ops if i in op.outputs] == ["QUANTIZE"]]
+    tensors = list(m.tensors)
+    for i in (*ins, *outs):
+        t = tensors[i]
+        tensors[i] = replace(t, dtype=DType.INT8, quant=QuantParams.per_tensor(t.quant.s, t.quant.zp - 128))
+    return replace(m, tensors=tuple(tensors)), tuple(tensors[i].name for i in (*ins, *outs))
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -354,8 +358,7 @@ def load_tflite(path: str | Path) -> Graph:
     Raises InputError (missing or non-TFLite file, schema module not installed) and UnsupportedModel
     (listing every unsupported operator at once, by index, output tensor and op)."""
     path = Path(path)
-    m = read_tflite(path)
-    _refuse_uint8_io(path, m)
+    m, uint8_io = _uint8_edges(read_tflite(path))
     b = Builder(path, m)
     errors = [Problem(b.label(op), op.name, UNKNOWN_OP) for op in m.ops if op.name not in CONVERTERS]
     for i in m.inputs:
@@ -390,7 +393,7 @@ def load_tflite(path: str | Path) -> Graph:
         raise summary_error(path, errors)
     return Graph(path.stem, tuple(b.nodes), b.tensors, tuple(m.tensors[i].name for i in m.inputs),
                  tuple(m.tensors[i].name for i in m.outputs), meta={"source": str(path), "format": "tflite",
-                                                                    "input_layout": "NHWC"})
+                                                                    "input_layout": "NHWC", UINT8_IO: uint8_io})
 
 
 from toolchain.frontend import converter_modules  # noqa: E402
