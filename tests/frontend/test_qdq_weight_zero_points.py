@@ -174,3 +174,17 @@ def test_per_channel_zero_points_within_int8_become_symmetric(tmp_path: Path) ->
     _, t = _weights(import_int8(p), OpKind.CONV2D)
     assert t.quant.zero_point == (0, 0) and sorted(t.data.ravel().tolist()) == [-10, 2, 10, 37]
     _exact(p, (1, 2, 4, 4), 10)
+
+
+def test_zero_points_on_weights_of_other_ops_are_refused_naming_the_file_tensor(tmp_path: Path) -> None:
+    """ConvTranspose's kernels take symmetric weights only: its uint8 weights with zero point 30 (w - zw
+    beyond int8) are refused by the file's own name and zero point as written, not the shifted -98."""
+    m = ModelBuilder(13)
+    xd = m.dq(m.q(m.input("x", (1, 2, 3, 3)), 0.05, 0, "xq"), 0.05, 0, "xd")
+    w = m.dq(m.const("w_u8", np.array([0, 255, 30, 31] * 4).reshape(2, 2, 2, 2), np.uint8), 0.01, 30, "wd", np.uint8)
+    m.dq(m.q(m.node("ConvTranspose", [xd, w], "c"), 0.05, 0, "cq"), 0.05, 0, "y")
+    m.output("y")
+    p = m.save(tmp_path / "ct.onnx")
+    with pytest.raises(UnsupportedModel, match=r"weights 'w_u8' \(zero point 30, uint8\) with a zero point: this op's "
+                                               r"int8 kernels take symmetric weights"):
+        import_int8(p)
