@@ -116,18 +116,23 @@ def test_runs_on_host(name, edgecc, need_board, tmp_path):
     _check(tmp_path / "out", name)
 
 
-def test_qdq_file_under_onnx_rounding_equals_onnxruntime(edgecc, need_board, tmp_path):
-    """The QDQ file with `rounding: onnx` reproduces onnxruntime's own outputs (the stored reference,
-    default session options) to the LSB: the model's own semantics, not only our interpreter's.
-    (Under the default `rounding: tflm` it is up to 45 LSB off: the issue on models quantized by
-    other tools makes the model's own arithmetic the default.)"""
+def _run_onnx_rounding(edgecc, need_board, name: str, tmp_path: Path) -> None:
+    """`edgecc run` of corpus file NAME on host with a YAML setting `rounding: onnx` (OUT: tmp_path/out)."""
     need_board("host")
-    name = "tv_mobilenet_v2_035_qdq_s8s8_perchannel.onnx"
     data = CORPUS / (Path(name).stem + ".inputs.npy")
     yaml = tmp_path / "qdq.yaml"
     yaml.write_text(f"model: {CORPUS / name}\ncalibration: {data}\nverify: {data}\nrounding: onnx\n")
     res = edgecc("run", yaml, "--board", "host", "--out", tmp_path / "out", "--quiet")
     assert res.code == 0, res.err[-3000:]
+
+
+def test_qdq_file_under_onnx_rounding_equals_onnxruntime(edgecc, need_board, tmp_path):
+    """The QDQ file with `rounding: onnx` reproduces onnxruntime's own outputs (the stored reference,
+    default session options) to the LSB: the model's own semantics, not only our interpreter's.
+    (Under the default `rounding: tflm` it is up to 45 LSB off: the issue on models quantized by
+    other tools makes the model's own arithmetic the default.)"""
+    name = "tv_mobilenet_v2_035_qdq_s8s8_perchannel.onnx"
+    _run_onnx_rounding(edgecc, need_board, name, tmp_path)
     assert lsb_from_reference(name, tmp_path / "out") < 1e-3
 
 
@@ -138,13 +143,8 @@ def test_u8u8_qdq_file_under_onnx_rounding(edgecc, need_board, tmp_path):
     QLinearConv) on 7 of the 8 samples; sample 2 differs from it (14 LSB), as it differs from ORT's
     float simulation: the first differing value there is a product 2.5e-6 LSB from a rounding tie,
     which ORT's float32 arithmetic rounds the other way (measured layer by layer, issue 13 item 2)."""
-    need_board("host")
     name = "tv_mobilenet_v2_035_qdq_u8u8_pertensor.onnx"
-    data = CORPUS / (Path(name).stem + ".inputs.npy")
-    yaml = tmp_path / "u8.yaml"
-    yaml.write_text(f"model: {CORPUS / name}\ncalibration: {data}\nverify: {data}\nrounding: onnx\n")
-    res = edgecc("run", yaml, "--board", "host", "--out", tmp_path / "out", "--quiet")
-    assert res.code == 0, res.err[-3000:]
+    _run_onnx_rounding(edgecc, need_board, name, tmp_path)
     assert json.loads((tmp_path / "out" / "report.json").read_text())["verification"]["bit_exact"] is True
     ref = np.load(CORPUS / (Path(name).stem + ".ref.npz"))
     header = (tmp_path / "out" / "lib" / "model.h").read_text()
