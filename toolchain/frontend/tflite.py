@@ -127,9 +127,8 @@ class Builder:
         return t
 
     def weights(self, idx: int, rank: int, axis: int, zero_point_ok: bool = False) -> Tensor:
-        """Constant int8 weights, symmetric (zero points 0), per-tensor or per-channel along `axis`;
-        `zero_point_ok`: a per-tensor zero point is taken too (FULLY_CONNECTED: TFLM passes it to
-        the kernel as filter_offset)."""
+        """Constant int8 weights, symmetric, per-tensor or per-channel along `axis`; `zero_point_ok`:
+        a per-tensor zero point too (FULLY_CONNECTED: TFLM's filter_offset)."""
         t = self.tensor(idx, "weights")
         if not t.is_const or t.dtype != DType.INT8 or t.quant is None or len(t.shape) != rank:
             raise self.unsupported(f"weights {t.name!r}: need constant int8 of rank {rank} with quantization")
@@ -210,13 +209,10 @@ class Builder:
 
 
 def _uint8_edges(m: TflModel) -> tuple[TflModel, tuple[str, ...]]:
-    """uint8 model inputs read only by QUANTIZE (uint8 -> int8) and uint8 model outputs written by
-    QUANTIZE (int8 -> uint8), what the TFLite converter writes for inference_input_type /
-    inference_output_type = tf.uint8 around an int8 core: each becomes an int8 tensor of the same
-    real values (integers and zero point - 128, same scale), so the QUANTIZE is an int8 -> int8
-    requantization computing what TFLM's uint8 Requantize computes (an exact -128 shift when the
-    scales are equal). Returns the model and their names; the generated API keeps them uint8
-    (toolchain.io_dtypes). Other uint8 tensors stay as they are (refused later, by name)."""
+    """uint8 model inputs read only by QUANTIZE and uint8 outputs written by QUANTIZE (TFLite converter,
+    inference_input/output_type = tf.uint8) -> int8 tensors of the same real values (integers and zero
+    point - 128, same scale): the QUANTIZE computes what TFLM's uint8 Requantize does. Returns the model
+    and their names (the API keeps them uint8: toolchain.io_dtypes); other uint8 tensors are refused later."""
     def uint8(i: int) -> bool:
         t = m.tensors[i]
         return t is not None and t.dtype == DType.UINT8 and t.quant is not None and not t.quant.is_per_channel
