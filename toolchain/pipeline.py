@@ -18,6 +18,7 @@ import toolchain.isa  # noqa: F401 - registers every op and its ISA kernel varia
 from quantize import quantize
 from quantize.bias_fit import NOTES_KEY, accumulator_risks
 from quantize.dequantize import dequantize_graph
+from quantize.zero_point_split import split_zero_point_channels
 from targets import Target, TimeSource
 from targets.build import BuildResult, Footprint, build_firmware, check_fits
 from toolchain import __version__
@@ -122,6 +123,7 @@ def _import_model(cfg: Config) -> Imported:
         calib = load_data(calib_path, graph, cfg.preprocess)          # real data through the preprocess block
         qgraph = quantize(graph, calib, cfg.calibration_method)       # INT8 PTQ (TFLite int8 spec), calibrated ranges
         n_calib = len(next(iter(calib.values())))
+    qgraph = split_zero_point_channels(qgraph)                       # weight zero points: the ISA kernels + exact fix-up
     if not qgraph.nodes:  # e.g. x -> Identity -> y: the library would be a copy loop, the harness nothing to time
         raise InputError(f"{cfg.model}: the model computes nothing (no operation is left once Identity / Dropout "
                          "and constants are removed); nothing to compile")
