@@ -222,9 +222,10 @@ def load_qdq(path: str | Path, input_shapes: dict[str, tuple[int, ...]] | None =
     sources = {ir: _as_written(s, name) for ir, name in b.const_sources.items() if name in s.weight_source}
     onnx_io = [*zip(graph.inputs, names, strict=True), *zip(graph.outputs, (o.name for o in model.graph.output),
                                                                 strict=True)]
+    uint8_io = tuple(ir for ir, name in onnx_io if types[name] == "uint8")  # the API keeps them uint8
     meta = {**graph.meta, "format": "onnx-qdq", "onnx_io_types": types,
             "onnx_outputs": tuple(o.name for o in model.graph.output), "weight_sources": sources,
-            UINT8_IO: tuple(ir for ir, name in onnx_io if types[name] == "uint8")}  # the API keeps them uint8
+            **({UINT8_IO: uint8_io} if uint8_io else {})}
     return QdqModel(replace(graph, meta=meta), given, b.ir_consts)
 
 

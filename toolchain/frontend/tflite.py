@@ -389,7 +389,8 @@ def load_tflite(path: str | Path) -> Graph:
         raise summary_error(path, errors)
     return Graph(path.stem, tuple(b.nodes), b.tensors, tuple(m.tensors[i].name for i in m.inputs),
                  tuple(m.tensors[i].name for i in m.outputs), meta={"source": str(path), "format": "tflite",
-                                                                    "input_layout": "NHWC", UINT8_IO: uint8_io})
+                                                                    "input_layout": "NHWC",
+                                                                    **({UINT8_IO: uint8_io} if uint8_io else {})})
 
 
 from toolchain.frontend import converter_modules  # noqa: E402
