@@ -154,7 +154,8 @@ def accumulator_risks(graph: Graph) -> list[str]:
         if found is None:
             continue
         axis, x, w, b = found
-        bound = accumulator_bound(w.data, b.data, axis, max_input_step(x))
+        zp = w.quant.zero_point[0]  # weights may have one zero point for all channels (filter_offset)
+        bound = accumulator_bound(w.data.astype(np.int64) - zp, b.data, axis, max_input_step(x))
         bad = np.flatnonzero(bound > INT32_MAX)
         if bad.size:
             lines.append(f"{_where(graph, node)}: {OVERFLOW_RISK} in {bad.size} of {bound.size} "

@@ -93,7 +93,9 @@ def apply_given_consts(node: Node, graph_f32: Graph, g: Graph, given_consts: Map
         if name not in given_consts:
             raise UnsupportedModel(f"{_where(g, node)}: weights {name!r} are float in a quantized model (no "
                                    "DequantizeLinear on them); quantize them in the model")
-        g = g.with_tensor(given_weights(g.t(name), graph_f32.t(name).data, given_consts[name], _where(g, node)))
+        src = g.meta.get("weight_sources", {}).get(name)
+        g = g.with_tensor(given_weights(g.t(name), graph_f32.t(name).data, given_consts[name], _where(g, node),
+                                        opdef(node).weight_zero_point, src))
     biases = [i for i in consts if g.t(i).dtype == DType.INT32]
     if biases and len(weights) == 1:
         x_qp, w_qp = g.t(node.inputs[0]).quant, g.t(weights[0]).quant
@@ -102,16 +104,22 @@ def apply_given_consts(node: Node, graph_f32: Graph, g: Graph, given_consts: Map
     return g
 
 
-def given_weights(hooked: Tensor, w_f: np.ndarray, given: Tensor, where: str) -> Tensor:
+def given_weights(hooked: Tensor, w_f: np.ndarray, given: Tensor, where: str, zero_point_ok: bool = False,
+                  source: str | None = None) -> Tensor:
     """int8 constant with the model's grid: weights (the op's hook made them per-channel: conv, FC)
-    keep symmetric scales on the hook's axis; other constant operands (element-wise ops: the hook
-    made them per-tensor) keep the model's scale and zero point. Integers = w_f / scale + zp, which
-    must be whole numbers in [-128, 127]."""
+    keep the model's scales on the hook's axis, symmetric, or with one zero point for every channel
+    when the op takes one (`zero_point_ok`: OpDef.weight_zero_point, the kernels' filter_offset); other constant operands (element-wise ops:
+    the hook made them per-tensor) keep the model's scale and zero point. Integers = w_f / scale + zp,
+    which must be whole numbers in [-128, 127]. `source`: the weights as the file names them, with
+    their zero point as written (graph.meta["weight_sources"]), for the error message."""
     qp = given.quant
     weights = hooked.quant is not None and hooked.quant.is_per_channel
-    if weights and any(z != 0 for z in qp.zero_point):
-        raise UnsupportedModel(f"{where}: weights {hooked.name!r} with a non-zero zero point {qp.zero_point[:4]} "
-                               "(int8 kernels take symmetric weights)")
+    zps = set(qp.zero_point)
+    if weights and zps != {0} and (len(zps) > 1 or not zero_point_ok):
+        what = source or f"{hooked.name!r} zero point {qp.zero_point[0]}"
+        raise UnsupportedModel(f"{where}: weights {what} with a zero point: this op's int8 kernels take symmetric "
+                               "weights (one zero point for all channels only in Conv, depthwise Conv and fully "
+                               "connected layers); quantize the weights symmetric")
     if not weights and qp.is_per_channel:
         raise UnsupportedModel(f"{where}: constant operand {hooked.name!r} quantized per axis (per-tensor only)")
     w = np.asarray(w_f, np.float64)
@@ -123,12 +131,12 @@ def given_weights(hooked: Tensor, w_f: np.ndarray, given: Tensor, where: str) ->
         shape = [1] * w.ndim
         shape[axis] = -1
         scale = np.asarray(qp.scale, np.float64).reshape(shape)
-        ir_qp = QuantParams(tuple(qp.scale), (0,) * len(qp.scale), axis)
-    else:
+        ir_qp = QuantParams(tuple(qp.scale), tuple(qp.zero_point), axis)
+    else:  # per tensor: weights keep their zero point (filter_offset), other operands theirs
         scale = np.float64(qp.scale[0])
         ir_qp = QuantParams.per_tensor(qp.scale[0], qp.zero_point[0])
     with np.errstate(divide="ignore", invalid="ignore"):
-        r = np.where(scale != 0, w / scale, 0.0) + (0 if qp.is_per_channel else qp.zero_point[0])  # BL-18: 0-scale
+        r = np.where(scale != 0, w / scale, 0.0) + qp.zero_point[0]  # BL-18: 0-scale; one zero point (above)
     q = np.rint(r)
     if r.size and (np.max(np.abs(r - q)) > INT_TOL or q.min() < -128 or q.max() > 127):
         raise UnsupportedModel(f"{where}: weights {hooked.name!r} no longer match the model's int8 quantization "

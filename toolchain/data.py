@@ -22,6 +22,7 @@ from toolchain.clip import clip_repr, clip_text
 from toolchain.config import Preprocess
 from toolchain.data_files import MAX_DATA_BYTES, MAX_IMAGES, open_image, read_data_file, shown
 from toolchain.errors import InputError
+from toolchain.io_dtypes import io_dtype, io_qparams
 from toolchain.ir import Graph
 
 IMAGE_SUFFIXES = {".jpg", ".jpeg", ".png", ".bmp", ".ppm", ".pgm"}
@@ -179,15 +180,16 @@ def load_data(path: Path, graph: Graph, pre: Preprocess, quantized: Graph | None
 
 
 def _quantized_input_qparams(quantized: Graph | None, name: str, dtype: np.dtype | None = None):
-    """The per-tensor qparams of graph input `name` of the quantized graph when its quantized dtype
-    (int8 / uint8) is `dtype` (default int8), else None."""
+    """The per-tensor qparams of graph input `name` of the quantized graph, as the model declares
+    them, when the model's quantized dtype of that input (int8, or uint8: toolchain.io_dtypes) is
+    `dtype` (default int8), else None."""
     if quantized is None or name not in quantized.inputs:
         return None
-    t = quantized.t(name)
     want = np.dtype(dtype or np.int8)
-    if want not in (np.dtype(np.int8), np.dtype(np.uint8)) or t.dtype.np != want:
+    if want not in (np.dtype(np.int8), np.dtype(np.uint8)) or io_dtype(quantized, name) != want:
         return None
-    return t.quant if t.quant is not None and not t.quant.is_per_channel else None
+    q = io_qparams(quantized, name)
+    return q if q is not None and not q.is_per_channel else None
 
 
 def _channels(shape: tuple[int, ...], layout: str) -> int:

@@ -18,6 +18,7 @@ import toolchain.isa  # noqa: F401 - registers every op and its ISA kernel varia
 from quantize import quantize
 from quantize.bias_fit import NOTES_KEY, accumulator_risks
 from quantize.dequantize import dequantize_graph
+from quantize.zero_point_split import split_zero_point_channels
 from targets import Target, TimeSource
 from targets.build import BuildResult, Footprint, build_firmware, check_fits
 from toolchain import __version__
@@ -31,6 +32,7 @@ from toolchain.frontend.onnx import load_onnx
 from toolchain.frontend.onnx_canonical import canonical_onnx
 from toolchain.frontend.onnx_qdq import is_quantized_onnx, load_qdq
 from toolchain.frontend.tflite import load_tflite
+from toolchain.io_dtypes import to_model_dtype
 from toolchain.ir import Graph
 from toolchain.ir.check_finite import check_finite_graph, check_given
 from toolchain.lower import lowering_target, scratch_sizes, select_kernels
@@ -121,6 +123,7 @@ def _import_model(cfg: Config) -> Imported:
         calib = load_data(calib_path, graph, cfg.preprocess)          # real data through the preprocess block
         qgraph = quantize(graph, calib, cfg.calibration_method)       # INT8 PTQ (TFLite int8 spec), calibrated ranges
         n_calib = len(next(iter(calib.values())))
+    qgraph = split_zero_point_channels(qgraph)                       # weight zero points: the ISA kernels + exact fix-up
     if not qgraph.nodes:  # e.g. x -> Identity -> y: the library would be a copy loop, the harness nothing to time
         raise InputError(f"{cfg.model}: the model computes nothing (no operation is left once Identity / Dropout "
                          "and constants are removed); nothing to compile")
@@ -218,10 +221,11 @@ def expected_instructions(build: Build, samples: int) -> dict[str, int]:
 
 
 def write_inputs(path: Path, data_s8: dict[str, np.ndarray], graph: Graph) -> int:
-    """Write inputs.bin: for each sample, each graph input's int8 bytes in input order. Returns S."""
+    """Write inputs.bin: for each sample, each graph input's bytes in input order, in the model's own
+    dtype (int8; uint8 for a uint8 input: toolchain.io_dtypes). Returns S."""
     n = len(next(iter(data_s8.values())))
     with path.open("wb") as f:
         for i in range(n):
             for name in graph.inputs:
-                f.write(np.ascontiguousarray(data_s8[name][i], graph.t(name).dtype.np).tobytes())
+                f.write(np.ascontiguousarray(to_model_dtype(graph, name, data_s8[name][i])).tobytes())
     return n

@@ -32,7 +32,8 @@ from toolchain.data import SATURATION_LIMIT, input_saturation, load_data, quanti
 from toolchain.errors import InputError
 from toolchain.frontend.onnx_qdq_ort import lsb_agreement, run_onnxruntime
 from toolchain.interpret import interpret
-from toolchain.ir import Graph
+from toolchain.io_dtypes import from_model_dtype, io_dtype
+from toolchain.ir import DType, Graph
 from toolchain.lower import kernel_reasons, lowering_target
 from toolchain.memory import PLANNERS, live_bound
 from toolchain.ops.fixed_point import graph_rounding
@@ -290,8 +291,9 @@ def run_and_verify(build: Build, data: dict[str, np.ndarray] | None = None) -> O
             per = raw.reshape(samples, sum(sizes))
             got, at = [], 0
             for o, s in zip(g.outputs, sizes, strict=True):
-                t = g.t(o)
-                got.append(np.ascontiguousarray(per[:, at:at + s]).view(t.dtype.np).reshape((samples, *t.shape)))
+                t = g.t(o)  # the board writes the model's own dtype (uint8 outputs: toolchain.io_dtypes)
+                raw_o = np.ascontiguousarray(per[:, at:at + s]).view(io_dtype(g, o)).reshape((samples, *t.shape))
+                got.append(from_model_dtype(g, o, raw_o))
                 at += s
         try:
             n_ops = len(ops)

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from toolchain.io_dtypes import from_model_dtype, to_model_dtype
 from toolchain.ir import Graph
 
 TIMEOUT_S = 600
@@ -85,7 +86,7 @@ def first_difference(graph: Graph, model: Path, feeds: dict[str, np.ndarray], sa
         t = node.outputs[0]
         if t not in index or index[t] not in res["layers"]:
             continue  # tensors our frontend added (views, split ops) have no TFLM twin
-        ours, theirs = env[t], res["layers"][index[t]].reshape(env[t].shape)
+        ours, theirs = env[t], from_model_dtype(graph, t, res["layers"][index[t]]).reshape(env[t].shape)
         if not np.array_equal(ours, theirs):
             d = np.abs(ours.astype(np.float64) - theirs.astype(np.float64))
             return {"op_index": k, "name": node.name, "op_type": node.op.value, "source": node.source, "tensor": t,
@@ -106,13 +107,14 @@ def tflm_verification(graph: Graph, model: Path, inputs: dict[str, np.ndarray],
     if got is None:
         section["error"] = "the board produced no outputs"
         return {"tflm_bit_exact": None, "tflm": section}
-    ordered = [inputs[n] for n in graph.inputs]
+    ordered = [to_model_dtype(graph, n, inputs[n]) for n in graph.inputs]  # TFLM takes the file's dtypes (uint8)
     res = run_tflm(model, ordered)
     if "error" in res:
         section["error"] = res["error"]
         return {"tflm_bit_exact": None, "tflm": section}
+    theirs = [from_model_dtype(graph, o, b) for o, b in zip(graph.outputs, res["outputs"], strict=True)]
     diffs = [np.abs(a.astype(np.float64) - b.reshape(a.shape).astype(np.float64))
-             for a, b in zip(got, res["outputs"], strict=True)]
+             for a, b in zip(got, theirs, strict=True)]
     count = int(sum(np.count_nonzero(d) for d in diffs))
     if count:
         bad = [np.nonzero(d.reshape(len(d), -1).any(axis=1))[0] for d in diffs]

@@ -100,7 +100,7 @@ def conv_case(rng, *, h, w, cin, cout, k, s=(1, 1), d=(1, 1), same=True, act="no
 
 
 def fc_case(rng, *, b=1, k=16, o=5, per_tensor=True, in_shape=None, keep_num_dims=False, act="none",
-            bias=True, scales=None, bias_values=None, x=None, wq=None):
+            bias=True, scales=None, bias_values=None, x=None, wq=None, wzp=0):
     xs, ws, ys = scales or (F32(rng.uniform(0.01, 0.1)), F32(rng.uniform(0.001, 0.02)), F32(rng.uniform(0.05, 0.5)))
     wsc = np.full(1, ws, F32) if per_tensor else rng.uniform(0.001, 0.02, o).astype(F32)
     in_shape = in_shape or (b, k)
@@ -111,7 +111,7 @@ def fc_case(rng, *, b=1, k=16, o=5, per_tensor=True, in_shape=None, keep_num_dim
     out_shape = (*in_shape[:-1], o) if keep_num_dims else (rows, o)
     m = Model()
     ti = m.tensor(in_shape, S.TensorType.INT8, xs, _zp(rng) if bias_values is None else 5)
-    tw = m.tensor(wq.shape, S.TensorType.INT8, wsc, [0] * len(wsc), wq)
+    tw = m.tensor(wq.shape, S.TensorType.INT8, wsc, [wzp] * len(wsc), wq)  # wzp: TFLite FC allows a filter zero point
     tb = m.tensor([o], S.TensorType.INT32, wsc.astype(np.float64) * float(xs), [0] * len(wsc), bv) if bias else -1
     to = m.tensor(out_shape, S.TensorType.INT8, ys, _zp(rng) if bias_values is None else -3)
     opts = S.FullyConnectedOptionsT()

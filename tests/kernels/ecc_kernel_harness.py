@@ -148,7 +148,7 @@ class PortableKernels:
             getattr(self.lib, f"ecc_{op}").restype = ctypes.c_int
 
     def conv2d_s8(self, x, w, bias, *, stride, pad, dilation=(1, 1), out_hw, input_offset, output_offset,
-                  out_mult, out_shift, act_min, act_max):
+                  out_mult, out_shift, act_min, act_max, filter_offset=0):
         x, w = _i8(x), _i8(w)
         n, h, wd, c = x.shape
         oc, kh, kw, wc = w.shape
@@ -157,14 +157,15 @@ class PortableKernels:
         out = _Out((n, out_hw[0], out_hw[1], oc))
         rc = self.lib.ecc_conv2d_s8(
             None, _I32(stride[0]), _I32(stride[1]), _I32(pad[0]), _I32(pad[1]), _I32(dilation[0]),
-            _I32(dilation[1]), _I32(input_offset), _I32(output_offset), _I32(act_min), _I32(act_max),
+            _I32(dilation[1]), _I32(input_offset), _I32(filter_offset), _I32(output_offset), _I32(act_min),
+            _I32(act_max),
             _p32(mult), _p8(shift), _I32(n), _I32(h), _I32(wd), _I32(c), _p8(x),
             _I32(kh), _I32(kw), _I32(wc), _p8(w), _p32(b), _I32(out_hw[0]), _I32(out_hw[1]), _I32(oc), out.ptr)
         _check(rc, "conv2d_s8")
         return out.result()
 
     def depthwise_conv2d_s8(self, x, w, bias, *, stride, pad, dilation=(1, 1), out_hw, depth_multiplier,
-                            input_offset, output_offset, out_mult, out_shift, act_min, act_max):
+                            input_offset, output_offset, out_mult, out_shift, act_min, act_max, filter_offset=0):
         x, w = _i8(x), _i8(w)
         n, h, wd, c = x.shape
         _, kh, kw, oc = w.shape
@@ -173,7 +174,7 @@ class PortableKernels:
         out = _Out((n, out_hw[0], out_hw[1], oc))
         rc = self.lib.ecc_depthwise_conv2d_s8(
             None, _I32(stride[0]), _I32(stride[1]), _I32(pad[0]), _I32(pad[1]), _I32(dilation[0]),
-            _I32(dilation[1]), _I32(depth_multiplier), _I32(input_offset), _I32(output_offset),
+            _I32(dilation[1]), _I32(depth_multiplier), _I32(input_offset), _I32(filter_offset), _I32(output_offset),
             _I32(act_min), _I32(act_max), _p32(mult), _p8(shift), _I32(n), _I32(h), _I32(wd), _I32(c), _p8(x),
             _I32(kh), _I32(kw), _p8(w), _p32(b), _I32(out_hw[0]), _I32(out_hw[1]), _I32(oc), out.ptr)
         _check(rc, "depthwise_conv2d_s8")

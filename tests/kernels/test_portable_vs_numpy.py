@@ -80,6 +80,11 @@ def _input_offset(rng):
     return 128 if rng.random() < 0.5 else int(rng.integers(-20, 21))
 
 
+def _filter_offset(rng):
+    """-(weight zero point): mostly 0 (symmetric); per-tensor uint8 weights shifted to int8 give up to 128."""
+    return int(rng.choice([0, 0, -6, 128, -127]))
+
+
 def _act(rng, zo):
     r = rng.random()
     if r < 0.3:
@@ -108,7 +113,7 @@ def test_conv2d(portable, i):
     act_min, act_max = _act(rng, zo)
     kw = dict(stride=g["stride"], pad=g["pad"], dilation=g["dilation"], out_hw=g["out_hw"],
               input_offset=_input_offset(rng), output_offset=zo, out_mult=mult, out_shift=shift,
-              act_min=act_min, act_max=act_max)
+              act_min=act_min, act_max=act_max, filter_offset=_filter_offset(rng))
     np.testing.assert_array_equal(portable.conv2d_s8(x, w, bias, **kw), reference(x, w, bias, **kw))
 
 
@@ -128,7 +133,7 @@ def test_depthwise_conv2d(portable, i):
     act_min, act_max = _act(rng, zo)
     kw = dict(stride=g["stride"], pad=g["pad"], dilation=g["dilation"], out_hw=g["out_hw"], depth_multiplier=dm,
               input_offset=_input_offset(rng), output_offset=zo, out_mult=mult, out_shift=shift,
-              act_min=act_min, act_max=act_max)
+              act_min=act_min, act_max=act_max, filter_offset=_filter_offset(rng))
     np.testing.assert_array_equal(portable.depthwise_conv2d_s8(x, w, bias, **kw), reference(x, w, bias, **kw))
 
 

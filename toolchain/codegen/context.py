@@ -8,6 +8,7 @@ import numpy as np
 
 from toolchain.codegen.cnames import CNames
 from toolchain.codegen.filters import c_double, c_int, c_string  # noqa: F401 (c_string: re-exported)
+from toolchain.io_dtypes import io_ctype, io_qparams
 from toolchain.ir import Graph, QuantParams
 from toolchain.memory import MemoryPlan
 from toolchain.ops.registry import KernelVariant, opdef
@@ -50,8 +51,9 @@ class KernelCall:
 
 @dataclass(frozen=True)
 class IOView:
-    """A graph input or output: the run() parameter, its arena offset and its quantization (int8), or
-    the C element type of a float32 edge (a Quantize / Dequantize inside the model)."""
+    """A graph input or output: the run() parameter, its arena offset and its quantization (int8, or
+    uint8 as the model declares it: model.c converts at the copy, toolchain.io_dtypes), or the C
+    element type of a float32 edge (a Quantize / Dequantize inside the model)."""
 
     param: str
     tensor: str
@@ -65,7 +67,7 @@ class IOView:
     @property
     def count_suffix(self) -> str:
         """Divides the byte size into an element count in C ("" for int8)."""
-        return "" if self.ctype == "int8_t" else f" / sizeof({self.ctype})"
+        return "" if self.ctype in ("int8_t", "uint8_t") else f" / sizeof({self.ctype})"
 
 
 @dataclass(frozen=True)
@@ -186,9 +188,9 @@ def build_context(graph: Graph, plan: MemoryPlan, variants: dict[str, KernelVari
         views = []
         for i, name in enumerate(names):
             t = graph.t(name)
-            q = t.quant or QuantParams.per_tensor(1.0, 0)   # float32 edges carry real values
+            q = io_qparams(graph, name) or QuantParams.per_tensor(1.0, 0)   # float32 edges carry real values
             views.append(IOView(ionames(f"{kind}{i}"), name, plan.offset_of(name), t.nbytes, t.shape,
-                                q.s, q.zp, t.dtype.c))
+                                q.s, q.zp, io_ctype(graph, name)))
         ios.append(tuple(views))
     templates = tuple(sorted({v.template for v in variants.values()}))
     headers = tuple(sorted({h for v in variants.values() for h in v.headers}))

@@ -10,7 +10,8 @@ QDQ-only rules: an AveragePool whose output grid differs from its input's (ORT a
 and requantizes; TFLite int8 pooling cannot) becomes a depthwise conv with weights 1 at scale 1/n;
 an element-wise single-input op between two grids becomes onnxruntime's 256-entry table
 (onnx_qdq_tables).
-Opsets 10 to 21; int8 and uint8 (uint8 becomes int8: integers and zero point - 128).
+Opsets 10 to 21; int8 and uint8 (uint8 becomes int8: integers and zero point - 128); weights with a
+zero point become symmetric where that is exact, else keep a per-tensor one (filter_offset).
 Not here: the quantizer (quantize.given), onnxruntime comparisons (onnx_qdq_ort).
 """
 from __future__ import annotations
@@ -33,6 +34,7 @@ from toolchain.frontend.onnx_qdq_strip import QDQ_OPS, Stripped, elem_types, str
 from toolchain.frontend.onnx_qdq_tables import table_overrides
 from toolchain.frontend.onnx_validate import DEFAULT_DOMAINS
 from toolchain.frontend.unsupported import summary_error
+from toolchain.io_dtypes import UINT8_IO
 from toolchain.ir import DType, Graph, Node, QuantParams, Tensor
 from toolchain.ops.depthwise_conv2d import DepthwiseConv2DAttrs
 from toolchain.ops.registry import OpKind
@@ -58,6 +60,7 @@ class QdqBuilder(Builder):
         super().__init__(path, opset, name)
         self.acts = acts
         self.ir_consts: dict[str, Tensor] = {}
+        self.const_sources: dict[str, str] = {}  # IR constant -> the core constant it came from
 
 
 OVERRIDES: dict[str, Callable[..., Any]] = {}
@@ -141,27 +144,49 @@ def _map_consts(b: QdqBuilder, node: Any, s: Stripped, first: int) -> None:
             except ValueError:
                 raise b.unsupported(f"bias {name!r} of shape {list(t.shape)}") from None
         b.ir_consts[ir.inputs[i]] = Tensor(ir.inputs[i], ir_t.shape, t.dtype, t.quant, data)
+        b.const_sources[ir.inputs[i]] = name
 
 
-def _refuse_asymmetric_weights(path: Path, s: Stripped) -> None:
-    """Weights (input 1 of Conv / Gemm / MatMul) with non-zero zero points need asymmetric weight
-    kernels (a later issue): refused first, in one line naming the feature and, for the first such
-    tensor, the file's own integer tensor and zero point as written (uint8 not shifted to int8)."""
-    names = list(dict.fromkeys(n.input[1] for n in s.nodes if n.op_type in WEIGHT_AXIS and len(n.input) > 1))
-    bad = [w for w in names if w in s.weights and s.weights[w].dtype == DType.INT8
-           and any(z != 0 for z in s.weights[w].quant.zero_point)]
-    if not bad:
-        return
-    source, zp = s.weight_source.get(bad[0], (bad[0], np.asarray(s.weights[bad[0]].quant.zero_point, np.int8)))
+def _weight_names(s: Stripped) -> list[str]:
+    """The constants that are weights (input 1 of Conv / Gemm / MatMul) of the float core."""
+    return list(dict.fromkeys(n.input[1] for n in s.nodes if n.op_type in WEIGHT_AXIS and len(n.input) > 1))
+
+
+def _as_written(s: Stripped, name: str) -> str:
+    """Weights as the file names them, with their zero point(s) as written (uint8 not shifted)."""
+    source, zp = s.weight_source.get(name, (name, np.asarray(s.weights[name].quant.zero_point, np.int8)))
     zps = np.asarray(zp).reshape(-1)
     shown = ", ".join(str(int(z)) for z in zps[:3]) + (", …" if zps.size > 3 else "")
     zp_text = f"zero point {shown}" if zps.size == 1 else f"zero points {shown} (per channel)"
-    dtype = f"{zps.dtype}, where 128 is symmetric" if zps.dtype == np.uint8 else str(zps.dtype)
-    n = len(bad)
-    raise UnsupportedModel(
-        f"{path}: {n} weight tensor{'s' if n != 1 else ''} with non-zero zero points (e.g. {source!r} {zp_text}, "
-        f"{dtype}): asymmetric int8/uint8 weights are not supported yet; quantize weights symmetric "
-        "(onnxruntime: weight_type=QInt8, per_channel or not)")
+    return f"{source!r} ({zp_text}, {zps.dtype})"
+
+
+def _symmetric_weights(path: Path, s: Stripped) -> None:
+    """Weights with zero points, as onnxruntime's uint8 weights have them: where every w - zw lies in
+    [-128, 127] they become int8 weights with zero point 0, exactly (same real values, no run-time
+    cost); the others keep their zero point (the kernels' filter_offset: one for every channel).
+    Per-channel zero points that differ and whose w - zw leave int8 are refused, in one line naming
+    the file's tensor as written."""
+    bad = []
+    for name in _weight_names(s):
+        t = s.weights.get(name)
+        if t is None or t.dtype != DType.INT8 or not any(z != 0 for z in t.quant.zero_point):
+            continue
+        zp = np.asarray(t.quant.zero_point, np.int64)
+        if t.quant.is_per_channel:
+            zp = zp.reshape([-1 if i == t.quant.axis else 1 for i in range(t.data.ndim)])
+        d = t.data.astype(np.int64) - zp
+        if d.min(initial=0) >= -128 and d.max(initial=0) <= 127:
+            qp = QuantParams(t.quant.scale, (0,) * len(t.quant.scale), t.quant.axis)
+            s.weights[name] = Tensor(t.name, t.shape, DType.INT8, qp, d.astype(np.int8))
+        elif len(set(t.quant.zero_point)) > 1:
+            bad.append(name)
+    if bad:
+        n = len(bad)
+        raise UnsupportedModel(
+            f"{path}: {n} weight tensor{'s' if n != 1 else ''} with different zero points per channel and values beyond "
+            f"int8 of them (e.g. {_as_written(s, bad[0])}): not supported; quantize weights symmetric "
+            "(onnxruntime: weight_type=QInt8) or per tensor")
 
 
 def load_qdq(path: str | Path, input_shapes: dict[str, tuple[int, ...]] | None = None) -> QdqModel:
@@ -177,7 +202,7 @@ def load_qdq(path: str | Path, input_shapes: dict[str, tuple[int, ...]] | None =
     if opset not in OPSETS:
         raise InputError(f"{path}: opset {opset} (quantized ONNX models need opset 10 to 21)")
     s = strip(model)
-    _refuse_asymmetric_weights(path, s)
+    _symmetric_weights(path, s)
     converters = {**CONVERTERS, **OVERRIDES}
     b = QdqBuilder(path, opset, model.graph.name or path.stem, s.acts)
     b.model, b.errors, b.index = model, list(s.errors), dict(s.index)
@@ -206,8 +231,13 @@ def load_qdq(path: str | Path, input_shapes: dict[str, tuple[int, ...]] | None =
         raise UnsupportedModel(f"{path}: graph input {missing[0]!r} reaches no QuantizeLinear through data movement "
                                "(Transpose / Reshape / Flatten / Squeeze): its int8 grid is not in the model, and a "
                                "quantized model is not recalibrated; quantize that input in the model")
+    sources = {ir: _as_written(s, name) for ir, name in b.const_sources.items() if name in s.weight_source}
+    onnx_io = [*zip(graph.inputs, names, strict=True), *zip(graph.outputs, (o.name for o in model.graph.output),
+                                                                strict=True)]
+    uint8_io = tuple(ir for ir, name in onnx_io if types[name] == "uint8")  # the API keeps them uint8
     meta = {**graph.meta, "format": "onnx-qdq", "onnx_io_types": types,
-            "onnx_outputs": tuple(o.name for o in model.graph.output)}
+            "onnx_outputs": tuple(o.name for o in model.graph.output), "weight_sources": sources,
+            **({UINT8_IO: uint8_io} if uint8_io else {})}
     return QdqModel(replace(graph, meta=meta), given, b.ir_consts)
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import inspect
 import math
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ import numpy as np
 from toolchain.errors import UnsupportedModel
 from toolchain.frontend.tflite_reader import TflModel, TflOp, read_tflite
 from toolchain.frontend.unsupported import UNKNOWN_OP, NodeUnsupported, Problem, summary_error
+from toolchain.io_dtypes import UINT8_IO
 from toolchain.ir import DType, Graph, Node, QuantParams, Tensor
 from toolchain.ir.graph import fresh_name
 from toolchain.ops.add import AddAttrs
@@ -124,13 +126,16 @@ class Builder:
         _check_int8_per_tensor(t, role, self.unsupported)
         return t
 
-    def weights(self, idx: int, rank: int, axis: int) -> Tensor:
-        """Constant int8 weights, symmetric (zero points 0), per-tensor or per-channel along `axis`."""
+    def weights(self, idx: int, rank: int, axis: int, zero_point_ok: bool = False) -> Tensor:
+        """Constant int8 weights, symmetric, per-tensor or per-channel along `axis`; `zero_point_ok`:
+        a per-tensor zero point too (FULLY_CONNECTED: TFLM's filter_offset)."""
         t = self.tensor(idx, "weights")
         if not t.is_const or t.dtype != DType.INT8 or t.quant is None or len(t.shape) != rank:
             raise self.unsupported(f"weights {t.name!r}: need constant int8 of rank {rank} with quantization")
-        if any(z != 0 for z in t.quant.zero_point):  # TFLM DCHECKs this; the kernels assume it
-            raise self.unsupported(f"weights {t.name!r} with non-zero zero point")
+        if any(z != 0 for z in t.quant.zero_point) and (t.quant.is_per_channel or not zero_point_ok):
+            # TFLM's conv kernels DCHECK a zero point of 0; its FULLY_CONNECTED takes a per-tensor one
+            raise self.unsupported(f"weights {t.name!r} with zero point {t.quant.zero_point[0]} (TFLite int8 "
+                                   "weights are symmetric; only FULLY_CONNECTED takes a per-tensor zero point)")
         if t.quant.is_per_channel and (t.quant.axis != axis or len(t.quant.scale) != t.shape[axis]):
             raise self.unsupported(f"weights {t.name!r} quantized along axis {t.quant.axis} (need {axis})")
         return t
@@ -203,24 +208,23 @@ class Builder:
         return self.emit(OpKind.RESHAPE, [x], ReshapeAttrs(tuple(shape)), out)
 
 
-def _refuse_uint8_io(path: Path, m: TflModel) -> None:
-    """uint8 model inputs / outputs converted by QUANTIZE (uint8 -> int8 at the input, int8 -> uint8
-    at the output) are a feature of a later issue: refused first, in one line naming it."""
+def _uint8_edges(m: TflModel) -> tuple[TflModel, tuple[str, ...]]:
+    """uint8 model inputs read only by QUANTIZE and uint8 outputs written by QUANTIZE (TFLite converter,
+    inference_input/output_type = tf.uint8) -> int8 tensors of the same real values (integers and zero
+    point - 128, same scale): the QUANTIZE computes what TFLM's uint8 Requantize does. Returns the model
+    and their names (the API keeps them uint8: toolchain.io_dtypes); other uint8 tensors are refused later."""
     def uint8(i: int) -> bool:
-        return m.tensors[i] is not None and m.tensors[i].dtype == DType.UINT8
+        t = m.tensors[i]
+        return t is not None and t.dtype == DType.UINT8 and t.quant is not None and not t.quant.is_per_channel
 
-    def quantized(i: int) -> bool:  # read by QUANTIZE operators only
-        readers = [op.name for op in m.ops if i in op.inputs]
-        return bool(readers) and set(readers) == {"QUANTIZE"}
-
-    ins = [i for i in m.inputs if uint8(i) and quantized(i)]
-    outs = [i for i in m.outputs if uint8(i) and any(op.name == "QUANTIZE" for op in m.ops if i in op.outputs)]
-    if not ins and not outs:
-        return
-    names = ", ".join(f"{'input' if i in ins else 'output'} {m.tensors[i].name!r}" for i in (*ins, *outs))
-    raise UnsupportedModel(f"{path}: uint8 model input/output ({names}: QUANTIZE uint8<->int8 at the graph edges) "
-                           "is not supported yet; convert with inference_input_type/inference_output_type="
-                           "tf.int8 or float32")
+    ins = [i for i in m.inputs if uint8(i) and {op.name for op in m.ops if i in op.inputs} == {"QUANTIZE"}]
+    outs = [i for i in m.outputs if uint8(i) and i not in m.inputs and
+            [op.name for op in m.ops if i in op.outputs] == ["QUANTIZE"]]
+    tensors = list(m.tensors)
+    for i in (*ins, *outs):
+        t = tensors[i]
+        tensors[i] = replace(t, dtype=DType.INT8, quant=QuantParams.per_tensor(t.quant.s, t.quant.zp - 128))
+    return replace(m, tensors=tuple(tensors)), tuple(tensors[i].name for i in (*ins, *outs))
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -269,7 +273,7 @@ def depthwise_conv_2d(b: Builder, input: int, filter: int, bias: int = -1, *, pa
 @converter("FULLY_CONNECTED")
 def fully_connected(b: Builder, input: int, weights: int, bias: int = -1, *,
                     fused_activation_function: int = 0, keep_num_dims: bool = False) -> None:
-    x, w = b.act(input), b.weights(weights, 2, axis=0)
+    x, w = b.act(input), b.weights(weights, 2, axis=0, zero_point_ok=True)
     y = b.act(b.op.outputs[0], "output")
     o, k = w.shape
     if x.size % k:
@@ -350,8 +354,7 @@ def load_tflite(path: str | Path) -> Graph:
     Raises InputError (missing or non-TFLite file, schema module not installed) and UnsupportedModel
     (listing every unsupported operator at once, by index, output tensor and op)."""
     path = Path(path)
-    m = read_tflite(path)
-    _refuse_uint8_io(path, m)
+    m, uint8_io = _uint8_edges(read_tflite(path))
     b = Builder(path, m)
     errors = [Problem(b.label(op), op.name, UNKNOWN_OP) for op in m.ops if op.name not in CONVERTERS]
     for i in m.inputs:
@@ -386,7 +389,8 @@ def load_tflite(path: str | Path) -> Graph:
         raise summary_error(path, errors)
     return Graph(path.stem, tuple(b.nodes), b.tensors, tuple(m.tensors[i].name for i in m.inputs),
                  tuple(m.tensors[i].name for i in m.outputs), meta={"source": str(path), "format": "tflite",
-                                                                    "input_layout": "NHWC"})
+                                                                    "input_layout": "NHWC",
+                                                                    **({UINT8_IO: uint8_io} if uint8_io else {})})
 
 
 from toolchain.frontend import converter_modules  # noqa: E402

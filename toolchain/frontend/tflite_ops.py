@@ -146,7 +146,11 @@ def quantize(b: Builder, input: int) -> None:
     if x.dtype == DType.FLOAT32 and not x.is_const:
         b.emit(OpKind.QUANTIZE, [x], QuantizeAttrs())
     else:  # int8 -> int8 with other qparams
-        b.emit(OpKind.REQUANTIZE, [b.act(input)], QuantizeAttrs())
+        x, y = b.act(input), b.act(b.op.outputs[0], "output")
+        if x.quant == y.quant:  # e.g. uint8 -> int8 of equal scale at a uint8 model input: a -128 shift, 0 here
+            b.reshape(x, y.shape, y)  # a view: TFLM's Requantize copies every value unchanged
+        else:
+            b.emit(OpKind.REQUANTIZE, [x], QuantizeAttrs())
 
 
 @converter("DEQUANTIZE")

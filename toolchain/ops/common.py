@@ -151,6 +151,27 @@ def quantize_constant_operands(node: Node, graph: Graph, qp: QuantParams | None 
     return graph
 
 
+def filter_offset(node: Node, graph: Graph) -> int:
+    """-(weight zero point) of a node's int8 weights (input 1): non-zero only for weights with one
+    zero point for all channels (TFLite FULLY_CONNECTED allows one; onnxruntime's uint8 weights), which
+    the portable Conv2D / DepthwiseConv2D / FullyConnected kernels take as TFLM's `filter_offset`:
+    acc = sum (x + input_offset) * (w + filter_offset) + bias. ValueError for per-channel zero points
+    that differ (quantize.given refuses them)."""
+    q = graph.t(node.inputs[1]).quant
+    if q is None:
+        return 0
+    if len(set(q.zero_point)) != 1:
+        raise ValueError(f"weights {node.inputs[1]!r} with different zero points per channel")
+    return -int(q.zero_point[0])
+
+
+def weight_zero_point_reason(node: Node, graph: Graph) -> str | None:
+    """OpDef.isa_why_not of the weighted ops: the ISA kernels fold only the input zero point, so
+    weights with a zero point run the portable kernels (which take filter_offset)."""
+    off = filter_offset(node, graph)
+    return f"weights have a zero point ({-off})" if off else None
+
+
 def weighted_requant(node: Node, graph: Graph, out_axis: int) -> dict:
     """The requantization kwargs shared by Conv2D, DepthwiseConv2D and FullyConnected: offsets,
     per-output-channel (multiplier, shift) and the fused activation's int8 clamp. A per-tensor

@@ -14,7 +14,8 @@ import numpy as np
 from toolchain.ops.fixed_point import requantize_s8, wrap_int32
 from dataclasses import dataclass
 from toolchain.ir import Graph, Node
-from toolchain.ops.common import NO_ACT, Window, apply_act_f32, conv_f32, quantize_bias, quantize_weights, weighted_requant
+from toolchain.ops.common import (NO_ACT, Window, apply_act_f32, conv_f32, filter_offset, quantize_bias, quantize_weights,
+                                  weight_zero_point_reason, weighted_requant)
 from toolchain.ops.registry import CArg, Cost, OpDef, portable, rounding_twins, register
 
 
@@ -55,16 +56,18 @@ def as_per_channel(v, cout: int, name: str) -> np.ndarray:
 
 def conv2d_s8(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, *, stride=(1, 1), pad=(0, 0),
               dilation=(1, 1), out_hw, input_offset: int, output_offset: int, out_mult, out_shift,
-              act_min: int = -128, act_max: int = 127) -> np.ndarray:
+              act_min: int = -128, act_max: int = 127, filter_offset: int = 0) -> np.ndarray:
     """int8 grouped 2-D convolution (TFLite int8 spec, TFLM reference_integer_ops::ConvPerChannel).
 
     x: int8 [N, H, W, Cin]; w: int8 [Cout, KH, KW, Cin/groups] (groups = Cin // w.shape[3]);
     bias: int32 [Cout] or None; out_mult/out_shift: int32 [Cout] (or length 1, per-tensor).
     stride/pad(top, left)/dilation/out_hw are (h, w) pairs. Output channel o reads input
     channels g*Cg..(g+1)*Cg-1 with g = o // (Cout/groups).
-    acc = sum w * (x + input_offset) + bias (int32, wrapping as in C), then
+    acc = sum (w + filter_offset) * (x + input_offset) + bias (int32, wrapping as in C), then
     MultiplyByQuantizedMultiplier (double rounding) + output_offset, clamp -> int8 [N, OH, OW, Cout].
-    Weight zero point is 0 (symmetric), as in TFLite's per-channel conv.
+    filter_offset = -(weight zero point): 0 for TFLite's symmetric weights; per-tensor uint8 weights
+    with a zero point (onnxruntime U8U8, as ONNX QLinearConv computes) otherwise. Taps outside the
+    input add nothing whatever the offsets (x + input_offset is 0 there).
     """
     if w.ndim != 4:
         raise ValueError(f"weights must be OHWI (4-D), got shape {w.shape}")
@@ -83,7 +86,7 @@ def conv2d_s8(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, *, stride=(
     n, oh, ow = p.shape[:3]
     # [M, G, K] patches and [G, K, Cout/G] weights, K ordered (KH, KW, Cg) on both sides.
     p = p.reshape(n * oh * ow, kh, kw, groups, cg).transpose(0, 3, 1, 2, 4).reshape(-1, groups, kh * kw * cg)
-    wg = w.astype(np.int64).reshape(groups, cout // groups, kh * kw * cg).transpose(0, 2, 1)
+    wg = (w.astype(np.int64) + int(filter_offset)).reshape(groups, cout // groups, kh * kw * cg).transpose(0, 2, 1)
     # float64 matmul is exact: every product and partial sum is an integer far below 2^53.
     acc = np.matmul(p.transpose(1, 0, 2).astype(np.float64), wg.astype(np.float64))  # [G, M, Cout/G]
     acc = acc.transpose(1, 0, 2).reshape(n, oh, ow, cout).astype(np.int64)
@@ -106,13 +109,14 @@ def s8_kwargs(node: Node, graph: Graph) -> dict:
     """conv2d_s8's keyword arguments for a quantized Conv2D node (geometry, offsets, per-channel
     requantization); the ISA plans (toolchain/isa/) start from the same numbers."""
     win = node.attrs.window
-    return dict(stride=win.stride, pad=win.pads[:2], dilation=win.dilation,
-                out_hw=graph.t(node.outputs[0]).shape[1:3], **weighted_requant(node, graph, out_axis=0))
+    return dict(stride=win.stride, pad=win.pads[:2], dilation=win.dilation, out_hw=graph.t(node.outputs[0]).shape[1:3],
+                filter_offset=filter_offset(node, graph), **weighted_requant(node, graph, out_axis=0))
 
 
 @register("CONV2D", "Conv2D")
 class Conv2D(OpDef):
     weight_out_axis = 0  # bias_fit: weights [Cout, ...]
+    weight_zero_point = True  # per-tensor, as filter_offset (onnxruntime uint8 weights, TFLite FC)
     variants = rounding_twins(portable("conv2d"))  # ISA variants: toolchain/isa/
 
     def infer_shapes(self, node: Node, graph: Graph) -> list[tuple[int, ...]]:
@@ -133,10 +137,14 @@ class Conv2D(OpDef):
     def reference_s8(self, node: Node, graph: Graph, ins: list[np.ndarray]) -> list[np.ndarray]:
         return [conv2d_s8(ins[0], ins[1], ins[2], **s8_kwargs(node, graph))]
 
+    def isa_why_not(self, node: Node, graph: Graph) -> str | None:
+        return weight_zero_point_reason(node, graph)
+
     def kernel_args(self, node: Node, graph: Graph) -> list[CArg]:
         k = s8_kwargs(node, graph)
         x, w, y = graph.t(node.inputs[0]), graph.t(node.inputs[1]), graph.t(node.outputs[0])
-        ints = [*k["stride"], *k["pad"], *k["dilation"], k["input_offset"], k["output_offset"], k["act_min"], k["act_max"]]
+        ints = [*k["stride"], *k["pad"], *k["dilation"], k["input_offset"], k["filter_offset"], k["output_offset"],
+                k["act_min"], k["act_max"]]
         return [*map(CArg.lit, ints), CArg("array", k["out_mult"], "mult"), CArg("array", k["out_shift"], "shift"),
                 *map(CArg.lit, x.shape), CArg("act", x.name), *map(CArg.lit, w.shape[1:]), CArg("const", w.name),
                 CArg("const", node.inputs[2]), *map(CArg.lit, y.shape[1:]), CArg("act", y.name)]

@@ -13,19 +13,21 @@ from toolchain.ops.conv2d import as_per_channel, im2col_s8_offset
 from toolchain.ops.fixed_point import requantize_s8, wrap_int32
 from dataclasses import dataclass
 from toolchain.ir import Graph, Node
-from toolchain.ops.common import NO_ACT, Window, apply_act_f32, conv_f32, quantize_bias, quantize_weights, weighted_requant
+from toolchain.ops.common import (NO_ACT, Window, apply_act_f32, conv_f32, filter_offset, quantize_bias, quantize_weights,
+                                  weight_zero_point_reason, weighted_requant)
 from toolchain.ops.registry import CArg, Cost, OpDef, portable, rounding_twins, register
 
 
 def depthwise_conv2d_s8(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, *, stride=(1, 1),
                         pad=(0, 0), dilation=(1, 1), out_hw, depth_multiplier: int, input_offset: int,
                         output_offset: int, out_mult, out_shift, act_min: int = -128,
-                        act_max: int = 127) -> np.ndarray:
+                        act_max: int = 127, filter_offset: int = 0) -> np.ndarray:
     """int8 depthwise convolution (TFLM reference_integer_ops::DepthwiseConvPerChannel).
 
     x: int8 [N, H, W, Cin]; w: int8 [1, KH, KW, Cin*depth_multiplier]; bias: int32 [Cout] or None;
-    out_mult/out_shift: int32 [Cout] (or length 1). acc[oc] = sum w[.., oc] * (x[.., oc // mult]
-    + input_offset) + bias[oc]; requantized with double rounding, + output_offset, clamped.
+    out_mult/out_shift: int32 [Cout] (or length 1). acc[oc] = sum (w[.., oc] + filter_offset) *
+    (x[.., oc // mult] + input_offset) + bias[oc]; requantized with double rounding, + output_offset,
+    clamped. filter_offset: -(per-tensor weight zero point), 0 for symmetric weights (conv2d_s8).
     Returns int8 [N, OH, OW, Cin*depth_multiplier].
     """
     if w.ndim != 4 or w.shape[0] != 1:
@@ -42,7 +44,7 @@ def depthwise_conv2d_s8(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, *
 
     p = im2col_s8_offset(x, (kh, kw), stride=stride, pad=pad, dilation=dilation, out_hw=out_hw,
                          input_offset=input_offset)                      # [N, OH, OW, KH, KW, Cin]
-    wk = w.reshape(kh, kw, cin, mult).astype(np.int64)
+    wk = w.reshape(kh, kw, cin, mult).astype(np.int64) + int(filter_offset)
     acc = np.einsum("nhwijc,ijcm->nhwcm", p, wk).reshape(p.shape[:3] + (cout,))
     if bias is not None:
         acc = acc + np.asarray(bias, np.int64)
@@ -66,12 +68,13 @@ def s8_kwargs(node: Node, graph: Graph) -> dict:
     win = node.attrs.window
     return dict(stride=win.stride, pad=win.pads[:2], dilation=win.dilation,
                 out_hw=graph.t(node.outputs[0]).shape[1:3], depth_multiplier=node.attrs.depth_multiplier,
-                **weighted_requant(node, graph, out_axis=3))
+                filter_offset=filter_offset(node, graph), **weighted_requant(node, graph, out_axis=3))
 
 
 @register("DEPTHWISE_CONV2D", "DepthwiseConv2D")
 class DepthwiseConv2D(OpDef):
     weight_out_axis = 3  # bias_fit: weights [1, KH, KW, Cout]
+    weight_zero_point = True  # per-tensor, as filter_offset (onnxruntime uint8 weights, TFLite FC)
     variants = rounding_twins(portable("depthwise_conv2d"))  # ISA variants: toolchain/isa/
 
     def infer_shapes(self, node: Node, graph: Graph) -> list[tuple[int, ...]]:
@@ -97,11 +100,14 @@ class DepthwiseConv2D(OpDef):
     def reference_s8(self, node: Node, graph: Graph, ins: list[np.ndarray]) -> list[np.ndarray]:
         return [depthwise_conv2d_s8(ins[0], ins[1], ins[2], **s8_kwargs(node, graph))]
 
+    def isa_why_not(self, node: Node, graph: Graph) -> str | None:
+        return weight_zero_point_reason(node, graph)
+
     def kernel_args(self, node: Node, graph: Graph) -> list[CArg]:
         k = s8_kwargs(node, graph)
         x, w, y = graph.t(node.inputs[0]), graph.t(node.inputs[1]), graph.t(node.outputs[0])
         ints = [*k["stride"], *k["pad"], *k["dilation"], k["depth_multiplier"], k["input_offset"],
-                k["output_offset"], k["act_min"], k["act_max"]]
+                k["filter_offset"], k["output_offset"], k["act_min"], k["act_max"]]
         return [*map(CArg.lit, ints), CArg("array", k["out_mult"], "mult"), CArg("array", k["out_shift"], "shift"),
                 *map(CArg.lit, x.shape), CArg("act", x.name), *map(CArg.lit, w.shape[1:3]), CArg("const", w.name),
                 CArg("const", node.inputs[2]), *map(CArg.lit, y.shape[1:]), CArg("act", y.name)]

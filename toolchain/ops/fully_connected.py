@@ -12,7 +12,8 @@ import numpy as np
 from toolchain.ops.fixed_point import requantize_s8, wrap_int32
 from dataclasses import dataclass
 from toolchain.ir import Graph, Node
-from toolchain.ops.common import NO_ACT, apply_act_f32, quantize_bias, quantize_weights, weighted_requant
+from toolchain.ops.common import (NO_ACT, apply_act_f32, filter_offset, quantize_bias, quantize_weights,
+                                  weight_zero_point_reason, weighted_requant)
 from toolchain.ops.registry import CArg, Cost, OpDef, portable, rounding_twins, register
 
 
@@ -59,12 +60,13 @@ def s8_kwargs(node: Node, graph: Graph) -> dict:
     # tflite-micro issue #1492), but the oracle build (tflite-micro 0.dev20261023, x86) multiplies in
     # double (cvtss2sd both scales, then mulsd); tests/frontend/test_tflite.py pins it with
     # accumulators where the two rules round differently.
-    return dict(filter_offset=0, **weighted_requant(node, graph, out_axis=0))
+    return dict(filter_offset=filter_offset(node, graph), **weighted_requant(node, graph, out_axis=0))
 
 
 @register("FULLY_CONNECTED", "FullyConnected")
 class FullyConnected(OpDef):
     weight_out_axis = 0  # bias_fit: weights [Cout, ...]
+    weight_zero_point = True  # per-tensor, as filter_offset (onnxruntime uint8 weights, TFLite FC)
     variants = rounding_twins(portable("fully_connected"))  # ISA variants: toolchain/isa/
 
     def infer_shapes(self, node: Node, graph: Graph) -> list[tuple[int, ...]]:
@@ -86,6 +88,9 @@ class FullyConnected(OpDef):
 
     def reference_s8(self, node: Node, graph: Graph, ins: list[np.ndarray]) -> list[np.ndarray]:
         return [fully_connected_s8(ins[0], ins[1], ins[2], **s8_kwargs(node, graph))]
+
+    def isa_why_not(self, node: Node, graph: Graph) -> str | None:
+        return weight_zero_point_reason(node, graph)
 
     def kernel_args(self, node: Node, graph: Graph) -> list[CArg]:
         k = s8_kwargs(node, graph)

@@ -163,6 +163,8 @@ class OpDef:
     # Ops with int8 weights (input 1) and an int32 bias (input 2): the weights' output-channel axis, so
     # quantize.bias_fit can bound the int32 accumulator per channel; None for every other op.
     weight_out_axis: ClassVar[int | None] = None
+    # Whether the op's int8 arithmetic takes per-tensor weights with a zero point (filter_offset)
+    weight_zero_point: ClassVar[bool] = False
     variants: ClassVar[Sequence[KernelVariant]] = ()
 
     def infer_shapes(self, node: Node, graph: Graph) -> list[tuple[int, ...]]:
@@ -188,6 +190,12 @@ class OpDef:
     def kernel_args(self, node: Node, graph: Graph) -> list[CArg]:
         """Arguments of the C kernel call after the scratch pointer, in the kernel's order."""
         raise NotImplementedError
+
+    def isa_why_not(self, node: Node, graph: Graph) -> str | None:
+        """Why no ISA variant (toolchain/isa/) may run this node, in the user's words, whatever the
+        variant's own predicate says (e.g. "weights have a zero point": only the portable kernels take
+        one); None when the variants decide for themselves."""
+        return None
 
     def cost(self, node: Node, graph: Graph) -> Cost:
         ins = [graph.t(i) for i in node.inputs if i]
@@ -220,7 +228,18 @@ def add_variants(kind: OpKind, *variants: KernelVariant) -> None:
     variants keep the order given (lowering takes the first that applies); the op module's own
     (portable) variants are not affected."""
     op = REGISTRY[kind]
-    op.variants = (*op.variants, *variants)
+    op.variants = (*op.variants, *(_guarded(op, v) for v in variants))
+
+
+def _guarded(op: OpDef, v: KernelVariant) -> KernelVariant:
+    """`v` stepping aside wherever `op.isa_why_not` gives a reason (its predicate and why_not first ask it)."""
+    def applies(node: Node, graph: Graph) -> bool:
+        return op.isa_why_not(node, graph) is None and v.applies(node, graph)
+
+    def why_not(node: Node, graph: Graph) -> str | None:
+        return op.isa_why_not(node, graph) or (v.why_not(node, graph) if v.why_not else None)
+
+    return replace(v, applies=applies, why_not=why_not)
 
 
 def opdef(node: Node) -> OpDef:

@@ -24,7 +24,7 @@ int ecc_model_run(const int8_t *input0, int8_t *output0)
 
     /* op 0: /conv1/Conv_output_0 (Conv2D) */
     ECC_OP_BEGIN(0);
-    status |= ecc_conv2d_s8(NULL, 1, 1, 1, 1, 1, 1, 128, -128, -128, 127, ecc_p_conv1_Conv_output_0_mult, ecc_p_conv1_Conv_output_0_shift, 1, 8, 8, 1, (a + 512), 3, 3, 1, ecc_w_conv1_Conv_output_0_w, ecc_w_conv1_Conv_output_0_b, 8, 8, 8, (a + 0));
+    status |= ecc_conv2d_s8(NULL, 1, 1, 1, 1, 1, 1, 128, 0, -128, -128, 127, ecc_p_conv1_Conv_output_0_mult, ecc_p_conv1_Conv_output_0_shift, 1, 8, 8, 1, (a + 512), 3, 3, 1, ecc_w_conv1_Conv_output_0_w, ecc_w_conv1_Conv_output_0_b, 8, 8, 8, (a + 0));
     ECC_OP_END(0);
 
     /* op 1: /pool1/MaxPool_output_0 (MaxPool2D) */
@@ -34,17 +34,17 @@ int ecc_model_run(const int8_t *input0, int8_t *output0)
 
     /* op 2: /conv2/Conv_output_0 (Conv2D) */
     ECC_OP_BEGIN(2);
-    status |= ecc_conv2d_s8(NULL, 1, 1, 1, 1, 1, 1, 128, -128, -128, 127, ecc_p_conv2_Conv_output_0_mult, ecc_p_conv2_Conv_output_0_shift, 1, 4, 4, 8, (a + 512), 3, 3, 8, ecc_w_conv2_Conv_output_0_w, ecc_w_conv2_Conv_output_0_b, 4, 4, 16, (a + 0));
+    status |= ecc_conv2d_s8(NULL, 1, 1, 1, 1, 1, 1, 128, 0, -128, -128, 127, ecc_p_conv2_Conv_output_0_mult, ecc_p_conv2_Conv_output_0_shift, 1, 4, 4, 8, (a + 512), 3, 3, 8, ecc_w_conv2_Conv_output_0_w, ecc_w_conv2_Conv_output_0_b, 4, 4, 16, (a + 0));
     ECC_OP_END(2);
 
     /* op 3: /dw/Conv_output_0 (DepthwiseConv2D) */
     ECC_OP_BEGIN(3);
-    status |= ecc_depthwise_conv2d_s8(NULL, 1, 1, 1, 1, 1, 1, 1, 128, -128, -128, 127, ecc_p_dw_Conv_output_0_mult, ecc_p_dw_Conv_output_0_shift, 1, 4, 4, 16, (a + 0), 3, 3, ecc_w_dw_Conv_output_0_w, ecc_w_dw_Conv_output_0_b, 4, 4, 16, (a + 512));
+    status |= ecc_depthwise_conv2d_s8(NULL, 1, 1, 1, 1, 1, 1, 1, 128, 0, -128, -128, 127, ecc_p_dw_Conv_output_0_mult, ecc_p_dw_Conv_output_0_shift, 1, 4, 4, 16, (a + 0), 3, 3, ecc_w_dw_Conv_output_0_w, ecc_w_dw_Conv_output_0_b, 4, 4, 16, (a + 512));
     ECC_OP_END(3);
 
     /* op 4: /pw/Conv_output_0 (Conv2D) */
     ECC_OP_BEGIN(4);
-    status |= ecc_conv2d_s8(NULL, 1, 1, 0, 0, 1, 1, 128, -52, -128, 127, ecc_p_pw_Conv_output_0_mult, ecc_p_pw_Conv_output_0_shift, 1, 4, 4, 16, (a + 512), 1, 1, 16, ecc_w_pw_Conv_output_0_w, ecc_w_pw_Conv_output_0_b, 4, 4, 16, (a + 256));
+    status |= ecc_conv2d_s8(NULL, 1, 1, 0, 0, 1, 1, 128, 0, -52, -128, 127, ecc_p_pw_Conv_output_0_mult, ecc_p_pw_Conv_output_0_shift, 1, 4, 4, 16, (a + 512), 1, 1, 16, ecc_w_pw_Conv_output_0_w, ecc_w_pw_Conv_output_0_b, 4, 4, 16, (a + 256));
     ECC_OP_END(4);
 
     /* op 5: /Add_output_0 (Add) */
