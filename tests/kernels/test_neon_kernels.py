@@ -48,9 +48,11 @@ def test_boards_match_the_harness():
 
 
 def test_cases_cover_every_entry_point():
-    """Each neon entry point of ecc_neon_kernels.h is exercised by at least one case."""
+    """Each neon entry point of ecc_neon_kernels.h is exercised by at least one case (the rounding
+    "onnx" twins by test_neon_onnx_rounding.py)."""
     used = {c.function for c in CASES}
-    assert set(neon_harness.prototypes()) <= used, set(neon_harness.prototypes()) - used
+    tflm = {f for f in neon_harness.prototypes() if not f.endswith("_onnx")}
+    assert tflm <= used, tflm - used
 
 
 @pytest.mark.parametrize("family,name", SETS, ids=[s for _, s in SETS])

@@ -10,6 +10,11 @@ import numpy as np
 from toolchain.isa.packing import ConstantSplit
 
 SHIFT_RANGE = (-31, 30)  # TFLite's range; ecc_neon_rq is exact over it
+# ecc_neon_mbqm_rne divides x * 2^lsh * mult by 2^(31 + s) with s >= RNE_PRESHIFT (2^s then lies above the
+# low byte of the lsh lane, the shift SQSHL reads); a saturated x * 2^lsh stays exact after the int8
+# clamp for multipliers of at least RNE_MIN_MULT (the result is then >= 511 in magnitude, like the real one)
+RNE_PRESHIFT = 8
+RNE_MIN_MULT = 2**17
 
 
 def lane_safe(w: np.ndarray) -> bool:
@@ -29,25 +34,44 @@ def fold_bias(w2d: np.ndarray, bias: np.ndarray | None, input_offset: int) -> np
     return wrap32(b + int(input_offset) * w2d.astype(np.int64).sum(axis=1))
 
 
-def requant_ok(shift, mult) -> bool:
+def requant_ok(shift, mult, onnx: bool = False) -> bool:
     """The shifts are inside SHIFT_RANGE and the multipliers in [0, 2^31) (TFLite's are; ecc_neon_mbqm
-    relies on it)."""
-    s, m = np.asarray(shift, np.int64), np.asarray(mult, np.int64)
-    return bool(s.size and m.size and s.min() >= SHIFT_RANGE[0] and s.max() <= SHIFT_RANGE[1]
-                and m.min() >= 0 and m.max() < 2**31)
+    relies on it); `onnx` (ecc_neon_mbqm_rne): besides, every multiplier of a shift above -RNE_PRESHIFT
+    is 0 or at least RNE_MIN_MULT (QuantizeMultiplier's are >= 2^30)."""
+    s, m = np.asarray(shift, np.int64).reshape(-1), np.asarray(mult, np.int64).reshape(-1)
+    if not (s.size and m.size and s.min() >= SHIFT_RANGE[0] and s.max() <= SHIFT_RANGE[1]
+            and m.min() >= 0 and m.max() < 2**31):
+        return False
+    if not onnx:
+        return True
+    n = max(s.size, m.size)
+    s, m = np.broadcast_to(s, (n,)), np.broadcast_to(m, (n,))
+    return not bool(np.any((s > -RNE_PRESHIFT) & (m != 0) & (m < RNE_MIN_MULT)))
 
 
-def qblob(bias: np.ndarray, mult, shift, n: int) -> np.ndarray:
+def rq_lanes(mult, shift, n: int, onnx: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The requantization lanes {mult, lsh, rsh} of n channels (int64), as ecc_neon_rq reads them:
+    tflm (ecc_neon_mbqm): mult, max(shift, 0), min(shift, 0); onnx (ecc_neon_mbqm_rne): -mult,
+    lsh | 2^s, -s with lsh = shift + 8, s = 8 for shift >= -7, else lsh = 0, s = -shift."""
+    m = np.broadcast_to(np.asarray(mult, np.int64).reshape(-1), (n,))
+    sh = np.broadcast_to(np.asarray(shift, np.int64).reshape(-1), (n,))
+    if not onnx:
+        return m, np.maximum(sh, 0), np.minimum(sh, 0)
+    lsh = np.maximum(sh + RNE_PRESHIFT, 0)
+    s = lsh - sh
+    return -m, lsh | (np.int64(1) << s), -s
+
+
+def qblob(bias: np.ndarray, mult, shift, n: int, onnx: bool = False) -> np.ndarray:
     """The requantization blob (ecc_neon.h): per quad of output channels {bias', mult, lsh, rsh}
-    as four int32 vectors; channels padded to a multiple of 4 with zeros (multiplier 0)."""
+    as four int32 vectors (rq_lanes; `onnx`: ecc_neon_mbqm_rne's); channels padded to a multiple of
+    4 with zeros (multiplier 0)."""
     np4 = -(-n // 4) * 4
     cols = np.zeros((4, np4), np.int64)
-    shift = np.broadcast_to(np.asarray(shift, np.int64).reshape(-1), (n,))
     cols[0, :n] = bias
-    cols[1, :n] = np.broadcast_to(np.asarray(mult, np.int64).reshape(-1), (n,))
-    cols[2, :n] = np.maximum(shift, 0)
-    cols[3, :n] = np.minimum(shift, 0)
-    return cols.reshape(4, np4 // 4, 4).transpose(1, 0, 2).reshape(-1).astype(np.int32)
+    for i, lane in enumerate(rq_lanes(mult, shift, n, onnx), 1):
+        cols[i, :n] = lane
+    return wrap32(cols.reshape(4, np4 // 4, 4).transpose(1, 0, 2).reshape(-1))
 
 
 def k_padded(k: int, dot: bool) -> int:

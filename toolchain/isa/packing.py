@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from toolchain.ir import Graph, Node
-from toolchain.ops.fixed_point import multiply_by_quantized_multiplier
+from toolchain.ops.fixed_point import multiply_by_quantized_multiplier, multiply_by_quantized_multiplier_rne
 from toolchain.ops.registry import CArg, KernelVariant, tflm_only
 
 DSP_HEADERS = ("dsp/ecc_dsp_kernels.h", "dsp/ecc_dsp.h")
@@ -137,7 +137,7 @@ def split_constants(const: np.ndarray | None) -> ConstantSplit | None:
 
 
 def layer_constants(w2d: np.ndarray, bias: np.ndarray | None, input_offset: int, mult, shift, output_offset: int,
-                    act_range: tuple[int, int]) -> np.ndarray:
+                    act_range: tuple[int, int], rounding: str = "tflm") -> np.ndarray:
     """constant_channels of a layer given as the model has it (bias not folded; mult / shift per channel
     or per tensor): the input zero point folded into the bias, a multiplier-0 channel's bias zeroed (its
     output is the zero point, clamped, whatever it accumulates). int64 [O]."""
@@ -145,7 +145,7 @@ def layer_constants(w2d: np.ndarray, bias: np.ndarray | None, input_offset: int,
     mult = np.broadcast_to(np.asarray(mult, np.int64).reshape(-1), (o,))
     shift = np.broadcast_to(np.asarray(shift, np.int64).reshape(-1), (o,))
     b = np.where(mult != 0, fold_bias(w2d, bias, input_offset), 0)
-    return constant_channels(w2d, b, mult, shift, output_offset, act_range)
+    return constant_channels(w2d, b, mult, shift, output_offset, act_range, rounding)
 
 
 def fc_blocks(k: int) -> int:
@@ -221,19 +221,21 @@ class Folded:
 
 
 def constant_channels(w2d: np.ndarray, folded_bias: np.ndarray, mult: np.ndarray, shift: np.ndarray,
-                      output_offset: int, act_range: tuple[int, int]) -> np.ndarray:
+                      output_offset: int, act_range: tuple[int, int], rounding: str = "tflm") -> np.ndarray:
     """Per output channel, the int8 output it gives for every possible input, or LIVE (999) when that is
     not one value. Over raw int8 x in [-128, 127] (padding taps read the zero point, also int8),
     acc = folded_bias + sum_k x_k w[o, k] spans exactly [lo, hi] with lo / hi taking each x_k at its
     extreme; MultiplyByQuantizedMultiplier (multiplier >= 0), the offset and the clamp are monotone
     non-decreasing in acc, so the output is constant iff the two ends agree. A range leaving int32
-    (where TFLM's accumulator would wrap) is never constant. int64 [O]."""
+    (where TFLM's accumulator would wrap) is never constant. rounding "onnx": the requantization rounds
+    once, ties to even (multiply_by_quantized_multiplier_rne, also monotone). int64 [O]."""
     w = w2d.astype(np.int64)
     b = np.asarray(folded_bias, np.int64)
     lo = b + np.where(w > 0, -128 * w, 127 * w).sum(axis=1)
     hi = b + np.where(w > 0, 127 * w, -128 * w).sum(axis=1)
     inside = (lo >= -INT32_LIMIT) & (hi < INT32_LIMIT)
-    y = [np.clip(multiply_by_quantized_multiplier(np.clip(v, -INT32_LIMIT, INT32_LIMIT - 1), mult, shift)
+    mbqm = multiply_by_quantized_multiplier_rne if rounding == "onnx" else multiply_by_quantized_multiplier
+    y = [np.clip(mbqm(np.clip(v, -INT32_LIMIT, INT32_LIMIT - 1), mult, shift)
                  + int(output_offset), *act_range) for v in (lo, hi)]
     return np.where(inside & (y[0] == y[1]), y[0], LIVE)
 

@@ -192,4 +192,27 @@ int ecc_neon_minimum_s8(int8_t *scratch,
 /* lut: the portable arguments (a 256-entry int8 table; neon/lut_s8.c.j2) */
 int ecc_neon_lut_s8(int8_t *scratch, const int8_t *table, int32_t size, const int8_t *input, int8_t *output);
 
+/* rounding: onnx twins of the kernels with a requantization epilogue: `<name>_onnx`, the same
+ * arguments, the same source (c_templates/kernels/neon/ecc_neon_requant.h, ecc_neon_mbqm_rne), a
+ * `qparams` blob from qblob(onnx=True) (toolchain/isa/neon_packing.py). */
+#define ECC_NEON_ONNX_TWIN(f) __typeof__(f) f##_onnx
+ECC_NEON_ONNX_TWIN(ecc_neon_conv2d_dot_s8);
+ECC_NEON_ONNX_TWIN(ecc_neon_conv2d_s8);
+ECC_NEON_ONNX_TWIN(ecc_neon_conv2d_nopair_s8);
+ECC_NEON_ONNX_TWIN(ecc_neon_conv2d_1x1_dot_s8);
+ECC_NEON_ONNX_TWIN(ecc_neon_conv2d_1x1_s8);
+ECC_NEON_ONNX_TWIN(ecc_neon_conv2d_1x1_nopair_s8);
+ECC_NEON_ONNX_TWIN(ecc_neon_conv2d_1x1_sparse_dot_s8);
+ECC_NEON_ONNX_TWIN(ecc_neon_conv2d_1x1_sparse_s8);
+ECC_NEON_ONNX_TWIN(ecc_neon_conv2d_1x1_sparse_nopair_s8);
+ECC_NEON_ONNX_TWIN(ecc_neon_depthwise_conv2d_s8);
+ECC_NEON_ONNX_TWIN(ecc_neon_depthwise_conv2d_nopair_s8);
+ECC_NEON_ONNX_TWIN(ecc_neon_depthwise_conv2d_3x3_s8);
+ECC_NEON_ONNX_TWIN(ecc_neon_depthwise_conv2d_3x3_nopair_s8);
+ECC_NEON_ONNX_TWIN(ecc_neon_fully_connected_dot_s8);
+ECC_NEON_ONNX_TWIN(ecc_neon_fully_connected_s8);
+ECC_NEON_ONNX_TWIN(ecc_neon_fully_connected_nopair_s8);
+ECC_NEON_ONNX_TWIN(ecc_neon_conv2d_chwn_s8);
+ECC_NEON_ONNX_TWIN(ecc_neon_depthwise_conv2d_chwn_s8);
+
 #endif /* ECC_NEON_KERNELS_H */

@@ -19,11 +19,46 @@ ECC_NEON_INLINE int32x4_t ecc_neon_mbqm(int32x4_t x, int32x4_t mult, int32x4_t l
     return vrshlq_s32(x, rsh);
 }
 
-/* ecc_neon_mbqm of four accumulators (the bias already in them) with one channel quad q of the
- * requantization blob {bias', mult, lsh, rsh}. */
-ECC_NEON_INLINE int32x4_t ecc_neon_rq(int32x4_t acc, int32x4x4_t q)
+/* rounding: onnx. x * mult * 2^(shift - 31) rounded once, ties to even, per lane: equal to the portable
+ * ecc_multiply_by_quantized_multiplier_rne for shift in [-31, 30] and mult 0 or >= 2^17 where
+ * shift >= -7 (toolchain/isa/neon_packing.py requant_ok). The lanes hold, prepared offline (qblob):
+ *   nmult = -mult; lsh = shift + 8 and s = 8 when shift >= -7, else lsh = 0 and s = -shift (so s >= 8 and
+ *   t = 31 + s = 31 - shift + lsh); lshb = lsh | 2^s; rsh = -s.
+ * Why it is exact. SQSHL reads the low byte of lshb only (= lsh; 2^s >= 2^8 lies above it). Let
+ * x' = x 2^lsh (saturated) and q = x' nmult = -(the real product p, scaled by 2^lsh); h = SQDMULH(x',
+ * nmult) = floor(q / 2^31) (no saturation: nmult > INT32_MIN), r = q mod 2^31 = the low 31 bits of
+ * MUL(x', nmult). For t = 31 + s, RNE(q / 2^t) = floor((q + 2^(t-1) - 1 + q_t) / 2^t) with q_t = bit t
+ * of q = bit s of h; as t - 1 >= 31 this is floor((h - c + 2^(s-1)) / 2^s) with c = [r == 0 && bit s of h
+ * == 0] (the fraction r / 2^31 never carries). c may also demand any bits of h below s - 1 to be zero
+ * (those of lsh in lshb): h - 1 and h round alike unless h mod 2^s == 2^(s-1). With n = -1 unless c
+ * (two CMTST and an ORR), h - c = h - 1 - n, and floor((v - 1 + 2^(s-1)) / 2^s) = -SRSHL(-v, -s), so
+ * SRSHL(n - h, rsh) = -RNE(q / 2^t) = RNE(p 2^lsh / 2^t) (ties to even are symmetric): the multiplier's
+ * sign flip stands for the final negation. n - h fits int32 (h > INT32_MIN). A saturated x' (only when
+ * lsh > 0, |x| >= 2^(23 - shift)) gives |result| >= mult / 2^8 - 1 >= 511, as does the exact one, with
+ * the same sign: both clamp to the same int8 bound in the output stage. */
+ECC_NEON_INLINE int32x4_t ecc_neon_mbqm_rne(int32x4_t x, int32x4_t nmult, int32x4_t lshb, int32x4_t rsh)
 {
-    return ecc_neon_mbqm(acc, q.val[1], q.val[2], q.val[3]);
+    const int32x4_t xs = vqshlq_s32(x, lshb);
+    const int32x4_t h = vqdmulhq_s32(xs, nmult);
+    const uint32x4_t n = vorrq_u32(vtstq_s32(h, lshb), vtstq_s32(vmulq_s32(xs, nmult), vdupq_n_s32(INT32_MAX)));
+    return vrshlq_s32(vsubq_s32(vreinterpretq_s32_u32(n), h), rsh);
+}
+
+/* Requantization of four accumulators (the bias already in them) with the lanes {mult, lsh, rsh} of
+ * the blob {bias', mult, lsh, rsh}: ecc_neon_mbqm, or under ECC_NEON_RNE in `mode` ecc_neon_mbqm_rne
+ * (blob {bias', -mult, lsh | 2^s, -s}). */
+ECC_NEON_INLINE int32x4_t ecc_neon_rq3(int32x4_t acc, int32x4_t mult, int32x4_t lsh, int32x4_t rsh, const int mode)
+{
+    if (mode & ECC_NEON_RNE) {
+        return ecc_neon_mbqm_rne(acc, mult, lsh, rsh);
+    }
+    return ecc_neon_mbqm(acc, mult, lsh, rsh);
+}
+
+/* ecc_neon_rq3 with one quad of the blob (the CHWN kernels broadcast one channel's lanes instead) */
+ECC_NEON_INLINE int32x4_t ecc_neon_rq(int32x4_t acc, int32x4x4_t q, const int mode)
+{
+    return ecc_neon_rq3(acc, q.val[1], q.val[2], q.val[3], mode);
 }
 
 /* The output stage of 16 requantized values: + output offset, clamp, int8. Saturating to int16
