@@ -15,6 +15,7 @@ SHIFT_RANGE = (-31, 30)  # TFLite's range; ecc_neon_rq is exact over it
 # clamp for multipliers of at least RNE_MIN_MULT (the result is then >= 511 in magnitude, like the real one)
 RNE_PRESHIFT = 8
 RNE_MIN_MULT = 2**17
+RNE_TIE_ODD = 2**10  # a multiplier odd * 2^z puts every exact tie at |result| >= odd / 2 (ecc_neon_ties)
 
 
 def lane_safe(w: np.ndarray) -> bool:
@@ -52,14 +53,24 @@ def requant_ok(shift, mult, onnx: bool = False) -> bool:
 def rq_lanes(mult, shift, n: int, onnx: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The requantization lanes {mult, lsh, rsh} of n channels (int64), as ecc_neon_rq reads them:
     tflm (ecc_neon_mbqm): mult, max(shift, 0), min(shift, 0); onnx (ecc_neon_mbqm_rne): -mult,
-    lsh | 2^s, -s with lsh = shift + 8, s = 8 for shift >= -7, else lsh = 0, s = -shift."""
+    lsh | 2^s, -s with lsh = shift + 8, s = 8 for shift >= -7, else lsh = 0, s = -shift; -s as its
+    low byte (same shift, positive lane) when no multiplier can make a tie (rne_ties, ecc_neon_ties)."""
     m = np.broadcast_to(np.asarray(mult, np.int64).reshape(-1), (n,))
     sh = np.broadcast_to(np.asarray(shift, np.int64).reshape(-1), (n,))
     if not onnx:
         return m, np.maximum(sh, 0), np.minimum(sh, 0)
     lsh = np.maximum(sh + RNE_PRESHIFT, 0)
     s = lsh - sh
-    return -m, lsh | (np.int64(1) << s), -s
+    return -m, lsh | (np.int64(1) << s), -s if rne_ties(m) else (-s) & 0xFF
+
+
+def rne_ties(mult) -> bool:
+    """Whether a layer's multipliers may requantize an exact tie that the int8 clamp keeps under
+    rounding "onnx": one is non-zero with an odd part below RNE_TIE_ODD (ecc_neon_ties: its `_onnx`
+    kernels then test for ties, 4 more instructions per 4 outputs)."""
+    m = np.asarray(mult, np.int64).reshape(-1)
+    m = m[m != 0]
+    return bool(m.size and np.min(m // (m & -m)) < RNE_TIE_ODD)
 
 
 def qblob(bias: np.ndarray, mult, shift, n: int, onnx: bool = False) -> np.ndarray:

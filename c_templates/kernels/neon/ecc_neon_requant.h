@@ -49,10 +49,26 @@ ECC_NEON_INLINE int32x4_t ecc_neon_mbqm_rne(int32x4_t x, int32x4_t nmult, int32x
  * (blob {bias', -mult, lsh | 2^s, -s}). */
 ECC_NEON_INLINE int32x4_t ecc_neon_rq3(int32x4_t acc, int32x4_t mult, int32x4_t lsh, int32x4_t rsh, const int mode)
 {
-    if (mode & ECC_NEON_RNE) {
+    if ((mode & ECC_NEON_RNE) && (mode & ECC_NEON_TIES)) {
         return ecc_neon_mbqm_rne(acc, mult, lsh, rsh);
     }
+    if (mode & ECC_NEON_RNE) { /* ecc_neon_mbqm_rne with n = -1: exact unless an unclamped tie, see below */
+        return vrshlq_s32(vmvnq_s32(vqdmulhq_s32(vqshlq_s32(acc, lsh), mult)), rsh);
+    }
     return ecc_neon_mbqm(acc, mult, lsh, rsh);
+}
+
+/* Whether a layer's rounding: onnx blob may requantize an exact tie that the int8 clamp keeps, from its
+ * first rsh lane (rsh0): -s when it may, else (-s) & 0xFF (SRSHL reads the low byte only: the same
+ * shift). Dropping the tie test (n = -1 in ecc_neon_mbqm_rne) changes a result only at an exact tie
+ * with an even floor. A tie needs x' mult = 0 mod 2^(30 + s), i.e. x a multiple of 2^(30 + s - lsh - z)
+ * for mult = odd 2^z: so x != 0 and |x mult 2^(shift - 31)| >= odd / 2 (s - lsh + shift = 0). Offline
+ * (neon_packing.rq_lanes) the flag is clear only if every multiplier is 0 or has odd >= 2^10: each tie
+ * then lies at |result| >= 512, clamped alike. Calibrated multipliers (QuantizeMultiplier of a float
+ * ratio) have odd parts near 2^30, so almost every layer takes the 4-instruction form. */
+ECC_NEON_INLINE int ecc_neon_ties(const int32_t *rsh0)
+{
+    return *rsh0 < 0;
 }
 
 /* ecc_neon_rq3 with one quad of the blob (the CHWN kernels broadcast one channel's lanes instead) */
