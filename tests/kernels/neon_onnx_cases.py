@@ -139,7 +139,8 @@ def bl04_cases() -> list[Case]:
             with rounding_mode(rounding):
                 y = fully_connected.fully_connected_s8(x, w, None, **k)
             out += isa_cases.planned_cases(ISA, f"bl04_{rounding}_fc{kdim}", x, y, (
-                (function("fully_connected", "", kd) + tail, nv.fc_plan(k, x.shape, w, None, y.shape, kind=kd, onnx=onnx))
+                (function("fully_connected", "", kd) + tail,
+                 nv.fc_plan(k, x.shape, w, None, y.shape, kind=kd, onnx=onnx))
                 for kd in KINDS))
             for kh in (1, 3):
                 x = np.full((1, 3, 3, kdim), -128, np.int8)
@@ -176,7 +177,8 @@ def sparse_cases(rng: np.random.Generator) -> list[Case]:
     acts = ((-128, -128, "relu"), (127, 127, "full"), (5, 3, "narrow"))
     for tag, x, w, bias, k, _ in constant_channel_layers(rng, CONSTANT_LAYERS, acts, _act, neg128_weight=True):
         n = w.shape[0]
-        k = {**k, "out_mult": np.full(n, 2**30, np.int32), "out_shift": np.full(n, -2 - int(rng.integers(0, 6)), np.int32)}
+        k = {**k, "out_mult": np.full(n, 2**30, np.int32),
+             "out_shift": np.full(n, -2 - int(rng.integers(0, 6)), np.int32)}
         with rounding_mode("onnx"):
             y = conv2d.conv2d_s8(x, w, bias, **k)
         out += isa_cases.planned_cases(ISA, f"onnx_ties_{tag}", x, y, (

@@ -60,7 +60,8 @@ def _products(rng, shift: int) -> tuple[np.ndarray, np.ndarray]:
     """(x, mult) pairs for one shift: random and extreme values, exact ties (x * mult an odd multiple
     of 2^(t-1), t = 31 - shift) and their neighbours x +- 1."""
     mults = np.concatenate([rng.integers(2**30, 2**31, 40), [2**30, 3 * 2**29, 2**31 - 1, RNE_MIN_MULT, 0]])
-    xs = [rng.integers(-I32, I32, 40), [0, 1, -1, I32 - 1, -I32, 255 << 20, -(255 << 20)], rng.integers(-4096, 4096, 40)]
+    xs = [rng.integers(-I32, I32, 40), [0, 1, -1, I32 - 1, -I32, 255 << 20, -(255 << 20)],
+          rng.integers(-4096, 4096, 40)]
     t = 31 - shift
     for m in (2**30, 3 * 2**29, 5 * 2**28):
         tz = (m & -m).bit_length() - 1           # m = odd * 2^tz
@@ -209,7 +210,8 @@ def speed_cases() -> list:
             y = depthwise_conv2d.depthwise_conv2d_s8(x, w, bias, **k)
         out += planned_cases("neon", f"speed_{rounding}_dw", x, y, (
             (f"ecc_neon_depthwise_conv2d_3x3{'' if pair else '_nopair'}_s8{tail}",
-             nv.depthwise_plan(k, x.shape, w, bias, y.shape, pair=pair, three=True, onnx=onnx)) for pair in (True, False)))
+             nv.depthwise_plan(k, x.shape, w, bias, y.shape, pair=pair, three=True, onnx=onnx))
+            for pair in (True, False)))
         for kh, kw, cin, shape in ((1, 1, 64, (1, 25, 5, 64)), (10, 4, 1, (1, 49, 10, 1))):
             x = r.integers(-128, 128, shape, dtype=np.int8)
             w = r.integers(-127, 128, (64, kh, kw, cin), dtype=np.int8)

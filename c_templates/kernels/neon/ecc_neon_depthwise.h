@@ -70,8 +70,9 @@ ECC_NEON_INLINE void ecc_neon_dw_pixel(const int8_t *const *ptrs, int32_t T, int
         {
             const int32x4x4_t q0 = vld1q_s32_x4(q), q1 = vld1q_s32_x4(q + 16), q2 = vld1q_s32_x4(q + 32),
                               q3 = vld1q_s32_x4(q + 48);
-            vst1q_s8(out + c0, ecc_neon_out16(ecc_neon_rq(a0, q0, mode), ecc_neon_rq(a1, q1, mode), ecc_neon_rq(a2, q2, mode),
-                                              ecc_neon_rq(a3, q3, mode), o->off, o->lo, o->hi));
+            vst1q_s8(out + c0, ecc_neon_out16(ecc_neon_rq(a0, q0, mode), ecc_neon_rq(a1, q1, mode),
+                                              ecc_neon_rq(a2, q2, mode), ecc_neon_rq(a3, q3, mode), o->off, o->lo,
+                                              o->hi));
         }
     }
     if (c0 < in_c) { /* a last block of 8 */
@@ -88,7 +89,8 @@ ECC_NEON_INLINE void ecc_neon_dw_pixel(const int8_t *const *ptrs, int32_t T, int
         for (; t < T; ++t) {
             ECC_NEON_DW8_ONE(vld1_s8(ptrs[t] + c0), vld1_s8(w + 8 * t));
         }
-        vst1_s8(out + c0, ecc_neon_out8(ecc_neon_rq(a0, vld1q_s32_x4(q), mode), ecc_neon_rq(a1, vld1q_s32_x4(q + 16), mode),
+        vst1_s8(out + c0, ecc_neon_out8(ecc_neon_rq(a0, vld1q_s32_x4(q), mode),
+                                        ecc_neon_rq(a1, vld1q_s32_x4(q + 16), mode),
                                         o->off, o->lo, o->hi));
     }
 }
