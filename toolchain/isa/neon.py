@@ -64,11 +64,11 @@ def _memo(fn):
     """Cache a plan per (node, graph, flavour): predicates, scratch and args ask for the same plan."""
     cache: dict = {}
 
-    def get(node: Node, graph: Graph, *flavour):
-        key = (id(node), id(graph), flavour)
+    def get(node: Node, graph: Graph, *flavour, onnx: bool = False):
+        key = (id(node), id(graph), flavour, onnx)
         hit = cache.get(key)
         if hit is None or hit[0] is not node or hit[1] is not graph:
-            hit = (node, graph, fn(node, graph, *flavour))
+            hit = (node, graph, fn(node, graph, *flavour, onnx=onnx))
             cache[key] = hit
             if len(cache) > 4096:
                 cache.clear()
@@ -80,13 +80,13 @@ def _memo(fn):
 def _variants(op: str, plan, refusal, flavours: list[tuple[str, str | None, tuple, frozenset]]
               ) -> tuple[KernelVariant, ...]:
     """Per (variant name, template, plan flavour, requires) the KernelVariant of each rounding (tflm,
-    onnx): plan(node, graph, *flavour, onnx) gives (args, scratch) or None, refusal(node, graph,
-    *flavour, onnx) the reason of a None."""
+    onnx): plan(node, graph, *flavour, onnx=) gives (args, scratch) or None, refusal(node, graph,
+    *flavour, onnx=) the reason of a None."""
     return tuple(neon_variant(op, name, template=tpl, requires=req, rounding="onnx" if onnx else "tflm",
-                              applies=lambda n, g, f=(*fl, onnx): plan(n, g, *f) is not None,
-                              scratch_bytes=lambda n, g, f=(*fl, onnx): plan(n, g, *f)[1],
-                              args=lambda n, g, f=(*fl, onnx): plan(n, g, *f)[0],
-                              why_not=lambda n, g, f=(*fl, onnx): refusal(n, g, *f))
+                              applies=lambda n, g, f=fl, o=onnx: plan(n, g, *f, onnx=o) is not None,
+                              scratch_bytes=lambda n, g, f=fl, o=onnx: plan(n, g, *f, onnx=o)[1],
+                              args=lambda n, g, f=fl, o=onnx: plan(n, g, *f, onnx=o)[0],
+                              why_not=lambda n, g, f=fl, o=onnx: refusal(n, g, *f, onnx=o))
                  for name, tpl, fl, req in flavours for onnx in (False, True))
 
 
@@ -194,7 +194,7 @@ def sparse_plan(k: dict, x_shape, w2d: np.ndarray, bias, y_shape, *, dot: bool, 
 
 
 @_memo
-def _conv2d_node(node: Node, graph: Graph, kind: str, pointwise: bool, sparse: bool = False, onnx: bool = False):
+def _conv2d_node(node: Node, graph: Graph, kind: str, pointwise: bool, sparse: bool = False, *, onnx: bool = False):
     if node.attrs.groups != 1:
         return None
     x, y = graph.t(node.inputs[0]), graph.t(node.outputs[0])
@@ -207,16 +207,16 @@ def _conv2d_node(node: Node, graph: Graph, kind: str, pointwise: bool, sparse: b
 
 
 def _conv2d_why_not(node: Node, graph: Graph, kind: str, pointwise: bool, sparse: bool = False,
-                    onnx: bool = False) -> str | None:
+                    *, onnx: bool = False) -> str | None:
     """The first reason why conv2d entry point (kind, pointwise, sparse) does not take the node."""
     if node.attrs.groups != 1:
         return "grouped convolution"
     x, y = graph.t(node.inputs[0]), graph.t(node.outputs[0])
     reason = conv2d_refusal(conv2d.s8_kwargs(node, graph), x.shape, _const(graph, node.inputs[1]), y.shape,
                             kind=kind, pointwise=pointwise, onnx=onnx)
-    if reason or not sparse or _conv2d_node(node, graph, kind, pointwise, sparse, onnx) is not None:
+    if reason or not sparse or _conv2d_node(node, graph, kind, pointwise, sparse, onnx=onnx) is not None:
         return reason
-    dense = _conv2d_node(node, graph, kind, pointwise, False, onnx)
+    dense = _conv2d_node(node, graph, kind, pointwise, False, onnx=onnx)
     sparse_args = dense and kind == "dot" and sparse_plan(
         conv2d.s8_kwargs(node, graph), x.shape, _const(graph, node.inputs[1]).reshape(y.shape[3], -1),
         _const(graph, node.inputs[2]) if len(node.inputs) > 2 else None, y.shape, dot=True)
@@ -290,14 +290,14 @@ def fc_plan(k: dict, x_shape, w: np.ndarray, bias, y_shape, *, kind: str, x: str
 
 
 @_memo
-def _fc_node(node: Node, graph: Graph, kind: str, onnx: bool = False):
+def _fc_node(node: Node, graph: Graph, kind: str, *, onnx: bool = False):
     x, y = graph.t(node.inputs[0]), graph.t(node.outputs[0])
     bias = _const(graph, node.inputs[2]) if len(node.inputs) > 2 else None
     return fc_plan(fully_connected.s8_kwargs(node, graph), x.shape, _const(graph, node.inputs[1]), bias, y.shape,
                    kind=kind, x=x.name, y=y.name, onnx=onnx)
 
 
-def _fc_why_not(node: Node, graph: Graph, kind: str, onnx: bool = False) -> str | None:
+def _fc_why_not(node: Node, graph: Graph, kind: str, *, onnx: bool = False) -> str | None:
     return fc_refusal(fully_connected.s8_kwargs(node, graph), _const(graph, node.inputs[1]), kind=kind, onnx=onnx)
 
 
@@ -348,14 +348,14 @@ def depthwise_plan(k: dict, x_shape, w: np.ndarray, bias, y_shape, *, pair: bool
 
 
 @_memo
-def _depthwise_node(node: Node, graph: Graph, pair: bool, three: bool, onnx: bool = False):
+def _depthwise_node(node: Node, graph: Graph, pair: bool, three: bool, *, onnx: bool = False):
     x, y = graph.t(node.inputs[0]), graph.t(node.outputs[0])
     bias = _const(graph, node.inputs[2]) if len(node.inputs) > 2 else None
     return depthwise_plan(depthwise_conv2d.s8_kwargs(node, graph), x.shape, _const(graph, node.inputs[1]), bias,
                           y.shape, pair=pair, three=three, x=x.name, y=y.name, onnx=onnx)
 
 
-def _depthwise_why_not(node: Node, graph: Graph, pair: bool, three: bool, onnx: bool = False) -> str | None:
+def _depthwise_why_not(node: Node, graph: Graph, pair: bool, three: bool, *, onnx: bool = False) -> str | None:
     return depthwise_refusal(depthwise_conv2d.s8_kwargs(node, graph), graph.t(node.inputs[0]).shape,
                              _const(graph, node.inputs[1]), pair=pair, three=three, onnx=onnx)
 
