@@ -24,11 +24,10 @@ from toolchain.ir import Graph, Node
 from toolchain.isa import neon_chwn
 from toolchain.isa.neon_packing import (avg_window_ok,   # noqa: F401 - re-exported: the tests read them here
     SHIFT_RANGE, dot_tiles, fold_bias, k_padded, lane_safe, pack_depthwise, pack_dot, pack_mla, pack_sparse_map,
-    qblob, requant_ok, wrap32)
+    qblob, requant_ok, wrap32, for_rounding)
 from toolchain.isa.packing import layer_constants, split_constants
 from toolchain.ops import add, conv2d, depthwise_conv2d, fully_connected
 from toolchain.ops.binary import needs_broadcast
-from toolchain.ops.fixed_point import graph_rounding
 from toolchain.ops.registry import CArg, KernelVariant, OpKind, add_variants
 
 NEON_HEADERS = ("neon/ecc_neon_kernels.h", "neon/ecc_neon.h")
@@ -36,12 +35,6 @@ DOTPROD = frozenset({"dotprod"})
 
 
 # ---- variant factory ----------------------------------------------------------------------------
-def for_rounding(rounding: str, pred: Callable[[Node, Graph], Any]) -> Callable[[Node, Graph], Any]:
-    """`pred` on graphs whose rounding (fixed_point.graph_rounding) is `rounding`, else False / None
-    (a twin of the other rounding applies there, so the variant has no reason of its own to give)."""
-    return lambda node, graph: graph_rounding(graph) == rounding and pred(node, graph)
-
-
 def neon_variant(op: str, variant: str, *, applies: Callable[[Node, Graph], bool],
                  scratch_bytes: Callable[[Node, Graph], int] = lambda n, g: 0,
                  args: Callable[[Node, Graph], list[CArg]] | None = None, template: str | None = None,
@@ -53,11 +46,10 @@ def neon_variant(op: str, variant: str, *, applies: Callable[[Node, Graph], bool
     that does not round (any graph)."""
     stem = f"{op}_{variant}" if variant else op
     tail = "_onnx" if rounding == "onnx" else ""
-    def only(pred):
-        return pred if rounding is None or pred is None else for_rounding(rounding, pred)
     return KernelVariant(f"neon{'_' + variant if variant else ''}{tail}", "neon",
-                         f"neon/{template or stem}_s8.c.j2", f"ecc_neon_{stem}_s8{tail}", only(applies),
-                         scratch_bytes, args, NEON_HEADERS, requires=requires, why_not=only(why_not), **kw)
+                         f"neon/{template or stem}_s8.c.j2", f"ecc_neon_{stem}_s8{tail}",
+                         for_rounding(rounding, applies), scratch_bytes, args, NEON_HEADERS, requires=requires,
+                         why_not=for_rounding(rounding, why_not, None), **kw)
 
 
 def _memo(fn):

@@ -12,9 +12,8 @@ from __future__ import annotations
 import numpy as np
 
 from toolchain.ir import Graph, Node
-from toolchain.isa.neon_packing import avg_window_ok, requant_ok, rq_lanes
+from toolchain.isa.neon_packing import avg_window_ok, for_rounding, requant_ok, rq_lanes
 from toolchain.ops import conv2d, depthwise_conv2d
-from toolchain.ops.fixed_point import graph_rounding
 from toolchain.ops.registry import CArg, KernelVariant, OpKind, opdef
 from toolchain.ops.relayout import storage_dims
 
@@ -28,13 +27,9 @@ def _variant(op: str, applies, args, scratch_bytes=lambda n, g: 0, rounding: str
              why_not=None) -> KernelVariant:
     """neon/<op>_chwn_s8 for graphs of `rounding` ("onnx": the `_onnx` twin; None: any graph)."""
     tail = "_onnx" if rounding == "onnx" else ""
-
-    def only(pred):
-        if rounding is None or pred is None:
-            return pred
-        return lambda n, g: graph_rounding(g) == rounding and pred(n, g)
     return KernelVariant(f"neon_chwn{tail}", "neon", f"neon/{op}_chwn_s8.c.j2", f"ecc_neon_{op}_chwn_s8{tail}",
-                         only(applies), scratch_bytes, args, NEON_HEADERS, layouts=CHWN, why_not=only(why_not))
+                         for_rounding(rounding, applies), scratch_bytes, args, NEON_HEADERS, layouts=CHWN,
+                         why_not=for_rounding(rounding, why_not, None))
 
 
 def batch_ok(graph: Graph, node: Node) -> bool:

@@ -5,9 +5,14 @@ c_templates/kernels/neon/ecc_neon.h.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
 
+from toolchain.ir import Graph, Node
 from toolchain.isa.packing import ConstantSplit
+from toolchain.ops.fixed_point import graph_rounding
 
 SHIFT_RANGE = (-31, 30)  # TFLite's range; ecc_neon_rq is exact over it
 # ecc_neon_mbqm_rne divides x * 2^lsh * mult by 2^(31 + s) with s >= RNE_PRESHIFT (2^s then lies above the
@@ -168,3 +173,13 @@ def avg_window_ok(kernel) -> bool:
     """Windows neon/avg_pool2d sums exactly: rows of at most 256 cells (int16 lanes, added into int32
     between rows) and at most 65536 cells (the float32 division stays exact below 2^24)."""
     return kernel[1] <= 256 and kernel[0] * kernel[1] <= 65536
+
+
+def for_rounding(rounding: str | None, pred: Callable[[Node, Graph], Any] | None,
+                 otherwise: Any = False) -> Callable[[Node, Graph], Any] | None:
+    """`pred` on graphs whose rounding (fixed_point.graph_rounding) is `rounding`, else `otherwise`
+    (False for `applies`, None for `why_not`: the twin of the other rounding speaks for the kernel
+    there); `pred` itself when rounding is None (a kernel that does not round)."""
+    if rounding is None or pred is None:
+        return pred
+    return lambda node, graph: pred(node, graph) if graph_rounding(graph) == rounding else otherwise
