@@ -13,6 +13,8 @@ reference the portable `_onnx` twins are held to; the test asserts the portable 
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 import isa_cases
@@ -21,9 +23,10 @@ from neon_cases import CONV_SHAPES, DW_SHAPES, _act, _requant, _w, _x, function
 from neon_harness import Case
 from toolchain.isa import neon as nv
 from toolchain.isa import neon_chwn
-from toolchain.ops import conv2d, depthwise_conv2d, fully_connected
+from toolchain.ops import add, conv2d, depthwise_conv2d, fully_connected
 from toolchain.ops.common import Window
-from toolchain.ops.fixed_point import rounding_mode
+from toolchain.ops.fixed_point import add_params, rounding_mode
+from toolchain.ops.pool2d import avg_pool2d_s8
 
 ISA = "neon"
 KINDS = ("dot", "pair", "nopair")
@@ -120,7 +123,43 @@ def onnx_cases(seed: int = 71) -> list[Case]:
                 (function("fully_connected", "", kd) + "_onnx", nv.fc_plan(k, x.shape, w, bias, y.shape, kind=kd,
                                                                             onnx=True))
                 for kd in KINDS))
-    return cases + sparse_cases(rng) + bl04_cases()
+    return cases + sparse_cases(rng) + bl04_cases() + add_pool_cases(rng)
+
+
+def add_pool_cases(rng: np.random.Generator) -> list[Case]:
+    """ecc_neon_add_s8_onnx (random scales, and input rescales that are exact shifts with output
+    multiplier 2^30, shift -20: a quarter of the outputs are ties) and ecc_neon_avg_pool2d_s8_onnx
+    (windows whose means are often exact halves, count_include_pad, the portable `_onnx` arguments)."""
+    out: list[Case] = []
+    for i, (size, tie) in enumerate(((1024, False), (77, True), (300, False), (16, True), (5, True))):
+        s1, s2, so = rng.uniform(0.01, 0.1, 3)
+        z1, z2, zo = (int(v) for v in rng.integers(-20, 20, 3))
+        p = add_params(s1, z1, s2, z2, so, zo)
+        if tie:
+            p = replace(p, left_shift=20, input1_mult=2**30, input1_shift=0, input2_mult=2**30, input2_shift=0,
+                        output_mult=2**30, output_shift=-20)
+        x1 = rng.integers(-128, 128, size, dtype=np.int8)
+        x2 = rng.integers(-128, 128, size, dtype=np.int8)
+        with rounding_mode("onnx"):
+            y = add.add_s8(x1, x2, p, -128, 127)
+        c = isa_cases.add_case(ISA, f"onnx_{'ties' if tie else 'random'}_add{i}", x1, x2, p, -128, 127, y, 48)
+        out.append(replace(c, function=c.function + "_onnx"))
+    pools = [((6, 7, 16), (2, 2), (2, 2), (1, 1, 1, 1)), ((5, 5, 8), (2, 2), (1, 1), (0, 0, 1, 1)),
+             ((8, 8, 24), (8, 8), (1, 1), (0, 0, 0, 0)), ((4, 6, 40), (3, 2), (1, 2), (1, 0, 1, 1)),
+             ((24, 24, 8), (24, 24), (1, 1), (0, 0, 0, 0))]
+    for i, ((h, wd, ch), kern, st, pads) in enumerate(pools):
+        for j, (lo, hi) in enumerate(((-128, 127), (-20, 60))):
+            zp = int(rng.integers(-128, 128))
+            x = np.clip(zp + rng.integers(-2, 3, (1 + j, h, wd, ch)), -128, 127).astype(np.int8) if i % 2 else \
+                rng.integers(-128, 128, (1 + j, h, wd, ch), dtype=np.int8)
+            kw = dict(kernel=kern, stride=st, pad=pads[:2], out_hw=Window(kern, st, (1, 1), pads).out_hw(h, wd),
+                      act_min=lo, act_max=hi)
+            pad = dict(count_include_pad=j == 1, pad_end=pads[2:], pad_value=zp)
+            with rounding_mode("onnx"):
+                y = avg_pool2d_s8(x, **pad, **kw, zero_point=zp)
+            c = isa_cases.pool_case(ISA, f"onnx_{'ties' if i % 2 else 'random'}_avg{i}_{j}", "avg", x, kw, y, **pad)
+            out.append(replace(c, function=c.function + "_onnx"))
+    return out
 
 
 def bl04_cases() -> list[Case]:

@@ -26,7 +26,7 @@ from toolchain.isa.neon_packing import (avg_window_ok,   # noqa: F401 - re-expor
     SHIFT_RANGE, dot_tiles, fold_bias, k_padded, lane_safe, pack_depthwise, pack_dot, pack_mla, pack_sparse_map,
     qblob, requant_ok, wrap32, for_rounding)
 from toolchain.isa.packing import layer_constants, split_constants
-from toolchain.ops import add, conv2d, depthwise_conv2d, fully_connected
+from toolchain.ops import add, conv2d, depthwise_conv2d, fully_connected, pool2d
 from toolchain.ops.binary import needs_broadcast
 from toolchain.ops.registry import CArg, KernelVariant, OpKind, add_variants
 
@@ -361,38 +361,57 @@ DEPTHWISE_CONV2D = _variants("depthwise_conv2d", _depthwise_node, _depthwise_why
 
 
 # ---- add, average and max pooling: the portable argument lists ------------------------------------
-def add_exact(p) -> bool:
+def add_exact(p, onnx: bool = False) -> bool:
     """Whether neon/add applies to the add parameters `p` (fixed_point.AddParams): the portable
-    kernel's left-shift range, shifts inside SHIFT_RANGE and multipliers >= 0."""
-    return 0 <= p.left_shift <= 23 and all(requant_ok([s], [m]) for s, m in ((p.input1_shift, p.input1_mult),
-                                                                             (p.input2_shift, p.input2_mult),
-                                                                             (p.output_shift, p.output_mult)))
+    kernel's left-shift range, shifts inside SHIFT_RANGE and multipliers >= 0 (onnx: the `_onnx`
+    twin's output requantization, requant_ok)."""
+    return (0 <= p.left_shift <= 23 and all(requant_ok([s], [m]) for s, m in ((p.input1_shift, p.input1_mult),
+                                                                              (p.input2_shift, p.input2_mult)))
+            and requant_ok([p.output_shift], [p.output_mult], onnx))
 
 
-def _add_applies(node: Node, graph: Graph) -> bool:
-    return not needs_broadcast(node, graph) and add_exact(add.params(node, graph)[0])
+def _add_why_not(node: Node, graph: Graph, onnx: bool) -> str | None:
+    if needs_broadcast(node, graph):
+        return "inputs broadcast"
+    return None if add_exact(add.params(node, graph)[0], onnx) else "scales outside the kernel's shift range"
 
 
 # elementwise over the flat buffer: the same kernel for NHWC and CHWN tensors
-ADD = neon_variant("add", "", applies=_add_applies, scratch_bytes=lambda n, g: 48, inplace_inputs=(0, 1),
-                   layouts=frozenset({"NHWC", "CHWN"}))
+ADD = tuple(neon_variant("add", "", rounding="onnx" if onnx else "tflm", scratch_bytes=lambda n, g: 48,
+                         applies=lambda n, g, o=onnx: _add_why_not(n, g, o) is None,
+                         why_not=lambda n, g, o=onnx: _add_why_not(n, g, o), inplace_inputs=(0, 1),
+                         layouts=frozenset({"NHWC", "CHWN"}))
+            for onnx in (False, True))
 
 
 def _pool_channels_ok(node: Node, graph: Graph) -> bool:
     return graph.t(node.inputs[0]).shape[3] % 8 == 0
 
 
-AVG_POOL2D_NHWC = neon_variant("avg_pool2d", "", applies=lambda n, g: (_pool_channels_ok(n, g)
-                                                                       and avg_window_ok(n.attrs.window.kernel)))
+def _avg_why_not(node: Node, graph: Graph, onnx: bool) -> str | None:
+    if not _pool_channels_ok(node, graph):
+        return "channels not a multiple of 8"
+    kh, kw = node.attrs.window.kernel
+    return None if avg_window_ok((kh, kw)) and (not onnx or kh * kw <= AVG_ONNX_CELLS) else "window too large"
+
+
+# ecc_neon_avg_div_rne's float32 quotient decides every tie exactly up to this many window cells
+AVG_ONNX_CELLS = 32768
+AVG_POOL2D_NHWC = tuple(
+    neon_variant("avg_pool2d", "", rounding="onnx" if onnx else "tflm",
+                 applies=lambda n, g, o=onnx: _avg_why_not(n, g, o) is None,
+                 why_not=lambda n, g, o=onnx: _avg_why_not(n, g, o),
+                 args=(lambda n, g: pool2d.AvgPool2D()._onnx_args(n, g)) if onnx else None)
+    for onnx in (False, True))
 MAX_POOL2D_NHWC = neon_variant("max_pool2d", "", applies=_pool_channels_ok, rounding=None,
                                why_not=lambda n, g: None if _pool_channels_ok(n, g) else "channels not a multiple of 8")
-AVG_POOL2D = (AVG_POOL2D_NHWC, neon_chwn.AVG_POOL2D_CHWN)
+AVG_POOL2D = (*AVG_POOL2D_NHWC, neon_chwn.AVG_POOL2D_CHWN)
 MAX_POOL2D = (MAX_POOL2D_NHWC, neon_chwn.MAX_POOL2D_CHWN)
 
 
 add_variants(OpKind.CONV2D, *CONV2D)
 add_variants(OpKind.DEPTHWISE_CONV2D, *DEPTHWISE_CONV2D)
 add_variants(OpKind.FULLY_CONNECTED, *FULLY_CONNECTED)
-add_variants(OpKind.ADD, ADD)
+add_variants(OpKind.ADD, *ADD)
 add_variants(OpKind.AVG_POOL2D, *AVG_POOL2D)
 add_variants(OpKind.MAX_POOL2D, *MAX_POOL2D)

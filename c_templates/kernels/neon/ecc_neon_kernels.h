@@ -192,8 +192,8 @@ int ecc_neon_minimum_s8(int8_t *scratch,
 /* lut: the portable arguments (a 256-entry int8 table; neon/lut_s8.c.j2) */
 int ecc_neon_lut_s8(int8_t *scratch, const int8_t *table, int32_t size, const int8_t *input, int8_t *output);
 
-/* rounding: onnx twins of the kernels with a requantization epilogue: `<name>_onnx`, the same
- * arguments, the same source (c_templates/kernels/neon/ecc_neon_requant.h, ecc_neon_mbqm_rne), a
+/* rounding: onnx twins of the kernels with a requantization epilogue or a rounding division:
+ * `<name>_onnx`, the same arguments, the same source (c_templates/kernels/neon/ecc_neon_requant.h, ecc_neon_mbqm_rne), a
  * `qparams` blob from qblob(onnx=True) (toolchain/isa/neon_packing.py). */
 #define ECC_NEON_ONNX_TWIN(f) __typeof__(f) f##_onnx
 ECC_NEON_ONNX_TWIN(ecc_neon_conv2d_dot_s8);
@@ -214,5 +214,7 @@ ECC_NEON_ONNX_TWIN(ecc_neon_fully_connected_s8);
 ECC_NEON_ONNX_TWIN(ecc_neon_fully_connected_nopair_s8);
 ECC_NEON_ONNX_TWIN(ecc_neon_conv2d_chwn_s8);
 ECC_NEON_ONNX_TWIN(ecc_neon_depthwise_conv2d_chwn_s8);
+ECC_NEON_ONNX_TWIN(ecc_neon_avg_pool2d_s8);
+ECC_NEON_ONNX_TWIN(ecc_neon_add_s8);
 
 #endif /* ECC_NEON_KERNELS_H */

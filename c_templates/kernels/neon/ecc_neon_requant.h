@@ -71,6 +71,20 @@ ECC_NEON_INLINE int ecc_neon_ties(const int32_t *rsh0)
     return *rsh0 < 0;
 }
 
+/* The rounding: onnx lanes {-mult, lsh | 2^s, rsh} of one multiplier and shift in [-31, 30], as
+ * toolchain/isa/neon_packing.py rq_lanes makes them offline (for kernels taking scalar parameters);
+ * returns ecc_neon_ties' flag: whether the multiplier may requantize an unclamped exact tie. */
+ECC_NEON_INLINE int ecc_neon_rne_lanes(int32_t mult, int32_t shift, int32x4_t *lanes)
+{
+    const int32_t lsh = shift + 8 > 0 ? shift + 8 : 0; /* RNE_PRESHIFT */
+    const int32_t s = lsh - shift;
+    const uint32_t odd = mult > 0 ? (uint32_t)mult >> __builtin_ctz((uint32_t)mult) : 1024u;
+    lanes[0] = vdupq_n_s32(-mult);
+    lanes[1] = vdupq_n_s32((int32_t)((uint32_t)lsh | (1u << s)));
+    lanes[2] = vdupq_n_s32(-s);
+    return odd < 1024u; /* RNE_TIE_ODD */
+}
+
 /* ecc_neon_rq3 with one quad of the blob (the CHWN kernels broadcast one channel's lanes instead) */
 ECC_NEON_INLINE int32x4_t ecc_neon_rq(int32x4_t acc, int32x4x4_t q, const int mode)
 {
