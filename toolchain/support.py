@@ -113,9 +113,12 @@ def render() -> str:
     out += ["Kernel variants per IR op and board (int8 kernels; a node gets the first variant whose",
             "conditions hold; portable always holds):", ""]
     out += _table(["IR op", *groups], [[op, *cells] for op, cells in rows])
-    out += ["", *textwrap.wrap("With `rounding: onnx` (YAML) the dsp, helium and neon kernels are not used (they "
-                               "round as TFLM does) and these ops run a portable twin that rounds once, ties to even "
-                               "(kernel `portable_onnx` in the report): " + ", ".join(_twinned()) + ".", 100)]
+    isas = _twinned_isas()
+    out += ["", *textwrap.wrap("With `rounding: onnx` (YAML) these ops run a twin that rounds once, ties to even "
+                               "(kernel `portable_onnx` in the report): " + ", ".join(_twinned()) + ". "
+                               + (f"The {' and '.join(isas)} kernels have such twins too (e.g. `{isas[0]}_onnx`); "
+                                  if isas else "") + "other ISA kernels round as TFLM does and give way to the "
+                               "portable twin.", 100)]
     return "\n".join(out) + "\n"
 
 
@@ -124,3 +127,10 @@ def _twinned() -> list[str]:
     from toolchain.ops.registry import REGISTRY
 
     return sorted(k.value for k, op in REGISTRY.items() if any(v.name.endswith("_onnx") for v in op.variants))
+
+
+def _twinned_isas() -> list[str]:
+    """ISA folders (other than portable) with `rounding: onnx` kernel twins (variant names `*_onnx`)."""
+    from toolchain.ops.registry import REGISTRY
+
+    return sorted({v.isa for op in REGISTRY.values() for v in op.variants if v.name.endswith("_onnx")} - {"portable"})
