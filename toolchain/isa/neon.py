@@ -91,12 +91,15 @@ def _const(graph: Graph, name: str) -> np.ndarray | None:
 
 
 # ---- conv2d: pointwise (direct GEMM) and general (im2col + GEMM) ------------------------------------
-def requant_refusal(k: dict, onnx: bool) -> str | None:
-    """Why the NEON requantization (ecc_neon_rq) cannot take the layer's multipliers, or None."""
+def quant_refusal(k: dict, w: np.ndarray, kind: str, onnx: bool) -> str | None:
+    """Why a NEON entry point cannot take the layer's multipliers (ecc_neon_rq) or, for the pairing
+    kind "pair", its weights (BL-04), or None."""
     if not requant_ok(k["out_shift"], k["out_mult"]):
         return "a requantization scale outside TFLite's shift range [-31, 30]"
     if onnx and not requant_ok(k["out_shift"], k["out_mult"], onnx=True):
         return "a requantization multiplier below 2^17 with a shift above -8 (rounding: onnx)"
+    if kind == "pair" and not lane_safe(w):
+        return "weights hold -128 (two products would share an int16 lane)"
     return None
 
 
@@ -109,13 +112,9 @@ def conv2d_refusal(k: dict, x_shape, w: np.ndarray | None, y_shape, *, kind: str
         return "weights are not constant"
     if w.shape[3] != cin:
         return "grouped convolution"
-    reason = requant_refusal(k, onnx)
-    if reason:
+    reason = quant_refusal(k, w, kind, onnx)
+    if reason or not pointwise:
         return reason
-    if kind == "pair" and not lane_safe(w):
-        return "weights hold -128 (two products would share an int16 lane)"
-    if not pointwise:
-        return None
     if w.shape[1:3] != (1, 1):
         return "kernel is not 1x1"
     if any(k["pad"]):
@@ -255,12 +254,7 @@ def fc_refusal(k: dict, w: np.ndarray | None, *, kind: str, onnx: bool = False) 
         return "weights are not constant"
     if k["filter_offset"] != 0:
         return "weights have a non-zero zero point"
-    reason = requant_refusal(k, onnx)
-    if reason:
-        return reason
-    if kind == "pair" and not lane_safe(w):
-        return "weights hold -128 (two products would share an int16 lane)"
-    return None
+    return quant_refusal(k, w, kind, onnx)
 
 
 def fc_plan(k: dict, x_shape, w: np.ndarray, bias, y_shape, *, kind: str, x: str = "input",
@@ -311,14 +305,9 @@ def depthwise_refusal(k: dict, x_shape, w: np.ndarray | None, *, pair: bool, thr
         return "depth multiplier is not 1"
     if x_shape[3] % 8:
         return "channels not a multiple of 8"
-    reason = requant_refusal(k, onnx)
-    if reason:
-        return reason
     if three and tuple(w.shape[1:3]) != (3, 3):
         return "window is not 3x3"
-    if pair and not lane_safe(w):
-        return "weights hold -128 (two products would share an int16 lane)"
-    return None
+    return quant_refusal(k, w, "pair" if pair else "nopair", onnx)
 
 
 def depthwise_plan(k: dict, x_shape, w: np.ndarray, bias, y_shape, *, pair: bool, three: bool,
