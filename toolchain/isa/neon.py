@@ -12,6 +12,13 @@ activations. The C side of these conventions is documented in c_templates/kernel
 Exactness: the accumulators are int32 and wrap like the portable kernels' int32 sums, so folding
 the input offset into the bias (mod 2^32) changes nothing; the vectorised requantization equals
 TFLite's MultiplyByQuantizedMultiplier for every accumulator when the shift is in [-31, 30].
+
+Rounding: every variant with a requantization epilogue (or a rounding division: average pooling) has
+a `rounding: onnx` twin rendered from the same template (function `..._s8_onnx`, kernel
+`neon..._onnx`; neon_variant's `rounding`), chosen by fixed_point.graph_rounding: its blob
+(neon_packing.rq_lanes) feeds ecc_neon_mbqm_rne, one rounding, ties to even, equal to the portable
+`_onnx` twins (c_templates/kernels/neon/ecc_neon_requant.h has the proof). Each variant's `why_not`
+gives the first reason it steps aside (conv2d_refusal, depthwise_refusal, fc_refusal).
 """
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
 /* edgecc NEON helpers: the output stage: TFLite's MultiplyByQuantizedMultiplier on four
- * lanes, output offset, clamp, int8 stores.
+ * lanes (rounding: tflm) or the product rounded once, ties to even (rounding: onnx), output offset,
+ * clamp, int8 stores.
  * Part of ecc_neon.h, where the conventions are documented. */
 #ifndef ECC_NEON_REQUANT_H
 #define ECC_NEON_REQUANT_H
