@@ -123,7 +123,41 @@ def onnx_cases(seed: int = 71) -> list[Case]:
                 (function("fully_connected", "", kd) + "_onnx", nv.fc_plan(k, x.shape, w, bias, y.shape, kind=kd,
                                                                             onnx=True))
                 for kd in KINDS))
-    return cases + sparse_cases(rng) + bl04_cases() + add_pool_cases(rng)
+    return cases + sparse_cases(rng) + bl04_cases() + lane_edge_cases() + add_pool_cases(rng)
+
+
+def lane_edge_cases() -> list[Case]:
+    """The largest int16 pair the pairing kernels may see: activations all -128 against -128 in one
+    slot of every lane and -127 in the other ((-128)(-128) + (-128)(-127) = 32640), K 32 and 40, 3x3
+    depthwise taps -128 at even and -127 at odd positions: the pairing entry points apply and are exact."""
+    out: list[Case] = []
+    for rounding in ("tflm", "onnx"):
+        tail, onnx = ("_onnx" if rounding == "onnx" else ""), rounding == "onnx"
+        for kdim in (32, 40):
+            x = np.full((2, kdim), -128, np.int8)
+            w = np.where(np.arange(kdim) % 16 < 8, -128, -127)[None].repeat(3, axis=0).astype(np.int8)
+            k = dict(input_offset=0, filter_offset=0, output_offset=0, out_mult=np.full(3, 2**30, np.int32),
+                     out_shift=np.array([-14, -15, -16], np.int32), act_min=-128, act_max=127)
+            with rounding_mode(rounding):
+                y = fully_connected.fully_connected_s8(x, w, None, **k)
+            plans = [(function("fully_connected", "", kd) + tail, nv.fc_plan(k, x.shape, w, None, y.shape, kind=kd,
+                                                                           onnx=onnx)) for kd in KINDS]
+            assert all(p is not None for _, p in plans)
+            out += isa_cases.planned_cases(ISA, f"edge_{rounding}_fc{kdim}", x, y, plans)
+        x = np.full((1, 4, 4, 16), -128, np.int8)
+        w = np.where(np.arange(9) % 2 == 0, -128, -127)[None, :, None].repeat(16, axis=2).reshape(1, 3, 3, 16)
+        w = w.astype(np.int8)
+        kd_ = dict(stride=(1, 1), pad=(0, 0), dilation=(1, 1), out_hw=(2, 2), depth_multiplier=1, input_offset=0,
+                   output_offset=0, out_mult=np.full(16, 2**30, np.int32), out_shift=np.full(16, -12, np.int32),
+                   act_min=-128, act_max=127)
+        with rounding_mode(rounding):
+            y = depthwise_conv2d.depthwise_conv2d_s8(x, w, None, **kd_)
+        plans = [(function("depthwise_conv2d", "3x3" if three else "", "pair") + tail,
+                  nv.depthwise_plan(kd_, x.shape, w, None, y.shape, pair=True, three=three, onnx=onnx))
+                 for three in (True, False)]
+        assert all(p is not None for _, p in plans)
+        out += isa_cases.planned_cases(ISA, f"edge_{rounding}_dw", x, y, plans)
+    return out
 
 
 def add_pool_cases(rng: np.random.Generator) -> list[Case]:

@@ -251,7 +251,9 @@ def test_refusals_in_the_users_words():
     w = np.ones((4, 1, 1, 16), np.int8)
     k = dict(stride=(1, 1), pad=(0, 0), out_mult=[2**30], out_shift=[-3], input_offset=0)
     assert nv.conv2d_refusal(k, (1, 4, 4, 16), w, (1, 4, 4, 4), kind="pair", pointwise=True) is None
-    w[0, 0, 0, 3] = -128
+    w[0, 0, 0, 3] = -128  # alone in its int16 lane: exact on the pairing kernel
+    assert nv.conv2d_refusal(k, (1, 4, 4, 16), w, (1, 4, 4, 4), kind="pair", pointwise=True) is None
+    w[0, 0, 0, 11] = -128  # k 3 and 11: one lane (BL-04)
     assert "-128" in nv.conv2d_refusal(k, (1, 4, 4, 16), w, (1, 4, 4, 4), kind="pair", pointwise=True)
     assert nv.conv2d_refusal(k, (1, 4, 4, 16), w, (1, 4, 4, 4), kind="nopair", pointwise=True) is None
     assert nv.conv2d_refusal(k, (1, 4, 4, 16), w, (1, 4, 4, 4), kind="dot", pointwise=True) is None

@@ -5,8 +5,9 @@ exact), scratch sizes and argument lists, and the KernelVariant tuples the op mo
 Two paths. `_dot` variants use the Armv8.2 dot product (SDOT) and require the board feature
 `dotprod` (KernelVariant.requires; boards.yaml isa_features); the others are baseline Armv8.0
 (SMULL/SMLAL2 + SADALP). Armv8.0 GEMM and depthwise kernels pair two products in one 16-bit lane,
-so their plain entry points need every weight in [-127, 127] (BL-04, checked on the actual
-weights); with a -128 weight the `_nopair` twin is chosen. No NEON kernel multiplies two
+so their plain entry points need no pair of -128 weights sharing a lane (BL-04: only
+(-128)(-128) + (-128)(-128) leaves int16; checked on the actual weights, gemm_pair_safe /
+taps_pair_safe); otherwise the `_nopair` twin (one product a lane) is chosen. No NEON kernel multiplies two
 activations. The C side of these conventions is documented in c_templates/kernels/neon/ecc_neon.h.
 
 Exactness: the accumulators are int32 and wrap like the portable kernels' int32 sums, so folding
@@ -30,8 +31,8 @@ import numpy as np
 from toolchain.ir import Graph, Node
 from toolchain.isa import neon_chwn
 from toolchain.isa.neon_packing import (avg_window_ok,   # noqa: F401 - re-exported: the tests read them here
-    SHIFT_RANGE, dot_tiles, fold_bias, k_padded, lane_safe, pack_depthwise, pack_dot, pack_mla, pack_sparse_map,
-    qblob, requant_ok, wrap32, for_rounding)
+    SHIFT_RANGE, dot_tiles, fold_bias, for_rounding, gemm_pair_safe, k_padded, lane_safe, pack_depthwise, pack_dot,
+    pack_mla, pack_sparse_map, qblob, requant_ok, taps_pair_safe, wrap32)
 from toolchain.isa.packing import layer_constants, split_constants
 from toolchain.ops import add, conv2d, depthwise_conv2d, fully_connected, pool2d
 from toolchain.ops.binary import needs_broadcast
@@ -98,15 +99,15 @@ def _const(graph: Graph, name: str) -> np.ndarray | None:
 
 
 # ---- conv2d: pointwise (direct GEMM) and general (im2col + GEMM) ------------------------------------
-def quant_refusal(k: dict, w: np.ndarray, kind: str, onnx: bool) -> str | None:
-    """Why a NEON entry point cannot take the layer's multipliers (ecc_neon_rq) or, for the pairing
-    kind "pair", its weights (BL-04), or None."""
+def quant_refusal(k: dict, pair_unsafe: bool, onnx: bool) -> str | None:
+    """Why a NEON entry point cannot take the layer's multipliers (ecc_neon_rq) or, for a pairing
+    kernel whose pairs are not exact (gemm_pair_safe, taps_pair_safe: BL-04), its weights, or None."""
     if not requant_ok(k["out_shift"], k["out_mult"]):
         return "a requantization scale outside TFLite's shift range [-31, 30]"
     if onnx and not requant_ok(k["out_shift"], k["out_mult"], onnx=True):
         return "a requantization multiplier below 2^17 with a shift above -8 (rounding: onnx)"
-    if kind == "pair" and not lane_safe(w):
-        return "weights hold -128 (two products would share an int16 lane)"
+    if pair_unsafe:
+        return "weights hold -128 in both products of an int16 lane"
     return None
 
 
@@ -119,7 +120,7 @@ def conv2d_refusal(k: dict, x_shape, w: np.ndarray | None, y_shape, *, kind: str
         return "weights are not constant"
     if w.shape[3] != cin:
         return "grouped convolution"
-    reason = quant_refusal(k, w, kind, onnx)
+    reason = quant_refusal(k, kind == "pair" and not gemm_pair_safe(w.reshape(w.shape[0], -1)), onnx)
     if reason or not pointwise:
         return reason
     if w.shape[1:3] != (1, 1):
@@ -138,7 +139,7 @@ def conv2d_plan(k: dict, x_shape, w: np.ndarray, bias, y_shape, *, kind: str, po
                 onnx: bool = False) -> tuple[list[CArg], int] | None:
     """(argument list, scratch bytes) of a NEON conv2d entry point given the conv2d_s8 keyword
     arguments `k` and OHWI weights; kind "dot" (SDOT), "pair" or "nopair" (Armv8.0). None when it does
-    not apply: grouped conv, shifts outside SHIFT_RANGE, for "pair" a -128 weight, for the pointwise
+    not apply: grouped conv, shifts outside SHIFT_RANGE, for "pair" two -128 weights in one lane, for the pointwise
     kernel another kernel size, padding, a window past the input or in_c not a multiple of 4 (dot) / 8
     (conv2d_refusal). sparse (pointwise only, conv2d_1x1_sparse[_dot]): the live output channels only,
     the ones proven constant (packing.layer_constants) merged from a map (sparse_plan); None when no
@@ -261,14 +262,14 @@ def fc_refusal(k: dict, w: np.ndarray | None, *, kind: str, onnx: bool = False) 
         return "weights are not constant"
     if k["filter_offset"] != 0:
         return "weights have a non-zero zero point"
-    return quant_refusal(k, w, kind, onnx)
+    return quant_refusal(k, kind == "pair" and not gemm_pair_safe(w), onnx)
 
 
 def fc_plan(k: dict, x_shape, w: np.ndarray, bias, y_shape, *, kind: str, x: str = "input",
             y: str = "output", onnx: bool = False) -> tuple[list[CArg], int] | None:
     """(argument list, scratch bytes) of a NEON fully connected entry point for the
     fully_connected_s8 keyword arguments `k` and [O, K] weights; None when it does not apply (a weight
-    zero point, shifts outside SHIFT_RANGE, for "pair" a -128 weight: fc_refusal). onnx: the `_onnx`
+    zero point, shifts outside SHIFT_RANGE, for "pair" two -128 weights in one lane: fc_refusal). onnx: the `_onnx`
     entry point's blob."""
     if fc_refusal(k, w, kind=kind, onnx=onnx):
         return None
@@ -314,14 +315,14 @@ def depthwise_refusal(k: dict, x_shape, w: np.ndarray | None, *, pair: bool, thr
         return "channels not a multiple of 8"
     if three and tuple(w.shape[1:3]) != (3, 3):
         return "window is not 3x3"
-    return quant_refusal(k, w, "pair" if pair else "nopair", onnx)
+    return quant_refusal(k, pair and not taps_pair_safe(w.reshape(-1, w.shape[3])), onnx)
 
 
 def depthwise_plan(k: dict, x_shape, w: np.ndarray, bias, y_shape, *, pair: bool, three: bool,
                    x: str = "input", y: str = "output", onnx: bool = False) -> tuple[list[CArg], int] | None:
     """(argument list, scratch bytes) of a NEON depthwise entry point given the depthwise_conv2d_s8
     keyword arguments `k` and [1, KH, KW, C] weights; None when it does not apply: a depth
-    multiplier other than 1, in_c % 8 != 0, shifts outside SHIFT_RANGE, for "pair" a -128 weight,
+    multiplier other than 1, in_c % 8 != 0, shifts outside SHIFT_RANGE, for "pair" two -128 weights in a lane,
     for the 3x3 kernel another window size (depthwise_refusal). onnx: the `_onnx` entry point's blob."""
     if depthwise_refusal(k, x_shape, w, pair=pair, three=three, onnx=onnx):
         return None

@@ -23,6 +23,26 @@ RNE_MIN_MULT = 2**17
 RNE_TIE_ODD = 2**10  # a multiplier odd * 2^z puts every exact tie at |result| >= odd / 2 (ecc_neon_ties)
 
 
+def gemm_pair_safe(w2d: np.ndarray) -> bool:
+    """Whether the Armv8.0 GEMM's pairing (ECC_NEON_MLA16: the products of k and k + 8 of each 16-k
+    chunk summed in one int16 lane) stays exact for [O, K] weights w2d: x w is in [-16256, 16384] for
+    int8 x, w, so a pair overflows int16 only as (-128)(-128) + (-128)(-128) = 32768; that needs both
+    weights of the pair at -128 (BL-04). A single -128 weight, or -128s in unpaired places, is exact."""
+    o, k = w2d.shape
+    full = k_padded(k, False) // 16 * 16
+    w = np.zeros((o, full), np.int64)
+    w[:, :min(k, full)] = w2d[:, :full]
+    c = w.reshape(o, -1, 2, 8) == -128
+    return not bool(np.any(c[:, :, 0] & c[:, :, 1]))
+
+
+def taps_pair_safe(taps: np.ndarray) -> bool:
+    """gemm_pair_safe for the depthwise kernels ([T, C] weights, taps in window order): they pair taps
+    (0, 1), (2, 3), ... of one channel in an int16 lane (ECC_NEON_DW16_PAIR), the last odd tap alone."""
+    t = taps[:taps.shape[0] // 2 * 2].reshape(-1, 2, taps.shape[1]) == -128
+    return not bool(np.any(t[:, 0] & t[:, 1]))
+
+
 def lane_safe(w: np.ndarray) -> bool:
     """Every weight in [-127, 127]: a kernel pairing two products in one int16 lane stays exact
     (|x w + x' w'| <= 2 * 128 * 127 < 2^15). BL-04: imported weights may hold -128."""

@@ -21,8 +21,10 @@
  *   The weight rows of the ISA's K padding are zero, so whatever the padded activation bytes hold
  *   adds nothing.
  * - Armv8.0 kernels that pair two products in one 16-bit lane (SMULL + SMLAL, "pair" mode) are
- *   chosen only when every weight is in [-127, 127] (BL-04): |x w + x' w'| <= 2 * 128 * 127 fits
- *   int16. With a -128 weight the compiler picks the "nopair" entry points (one product per lane).
+ *   chosen only when no lane pairs two -128 weights (BL-04): x w lies in [-16256, 16384] for int8 x and
+ *   w, so a pair leaves int16 only as (-128)(-128) + (-128)(-128) (toolchain/isa/neon_packing.py
+ *   gemm_pair_safe, taps_pair_safe). Otherwise the compiler picks the "nopair" entry points (one
+ *   product per lane).
  *   No kernel here multiplies two activations.
  * - Dotprod kernels carry ECC_NEON_DOT (function-level target attribute), so a build for plain
  *   Armv8.0 never emits SDOT outside them; the compiler only chooses them for boards declaring the

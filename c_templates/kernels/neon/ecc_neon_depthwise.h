@@ -8,7 +8,7 @@
 /* ---- depthwise convolution (NHWC, depth multiplier 1, in_c % 8 == 0) ----
  * Per output pixel the taps' input pointers (a tap outside the input points at a row of the zero
  * point), then per block of 16 channels (8 for a last block) the taps accumulated in int32 lanes:
- * "pair" mode multiplies two taps into one int16 lane (SMULL + SMLAL, weights in [-127, 127]) before
+ * "pair" mode multiplies two taps into one int16 lane (SMULL + SMLAL, no lane pairs two -128 weights) before
  * widening (SADDW), "nopair" widens every product. Weights per block, taps in order (ecc_neon.h
  * top); qparams as for the GEMM kernels. */
 typedef struct {
