@@ -2,8 +2,8 @@
 -128) under `rounding: onnx` runs the NEON `_onnx` kernels on every convolution, depthwise convolution
 and fully connected layer, bit-exact with the numpy interpreter and equal to onnxruntime (0 LSB), on
 `aarch64` (dotprod) and `aarch64-v80` (Armv8.0); lowering picks the same NEON kernels under both
-roundings (only the `_onnx` suffix differs), and the pairing kernels step aside with the reason
-"weights hold -128"."""
+roundings (only the `_onnx` suffix differs); the depthwise layers, whose weights hold -128 but never
+two in one int16 lane, keep the pairing 3x3 kernel; why_not names the first reason of the others."""
 from __future__ import annotations
 
 import json
@@ -49,7 +49,7 @@ def test_kws_qdq_onnx_rounding_runs_neon(kws, tmp_path, edgecc, need_board):
         kernels = {op["name"]: op["kernel"] for op in report["ops"] if op["op_type"] in GEMM}
         assert kernels and all(k.startswith("neon") and k.endswith("_onnx") for k in kernels.values()), (board, kernels)
         dw3 = [op["kernel"] for op in report["ops"] if op["op_type"] == "DepthwiseConv2D"]
-        assert sum(k == "neon_3x3_nopair_onnx" for k in dw3) >= 4, dw3  # -128 weights: the one-product-a-lane kernel
+        assert sum(k == "neon_3x3_onnx" for k in dw3) >= 4, dw3  # -128 weights, none paired in a lane
         if board == "aarch64":
             assert all("_dot" in op["kernel"] for op in report["ops"] if op["op_type"] in ("Conv2D", "FullyConnected"))
 
@@ -74,5 +74,9 @@ def test_same_kernels_under_both_roundings(kws, tmp_path):
         assert all(v.why_not(node, tflm) is None for v in neon if v.name.endswith("_onnx"))  # not its rounding
         reasons = {v.name: v.why_not(node, g) for v in neon if v.name not in on}
         assert all(r for r in reasons.values() if r is not None) and reasons.get("neon_1x1_onnx", "x"), reasons
-        seen += str(reasons.get("neon_3x3_onnx")).startswith("weights hold -128")
-    assert seen >= 4  # PPQ's depthwise weights hold -128: the pairing 3x3 kernel says so
+        w = g.t(node.inputs[1]).data
+        if node.op is OpKind.DEPTHWISE_CONV2D and w.shape[1:3] == (3, 3):
+            seen += int(w.min()) == -128 and "neon_3x3_onnx" in on  # PPQ's -128 weights: the pairing kernel
+        elif node.op is OpKind.DEPTHWISE_CONV2D:
+            assert reasons["neon_3x3_onnx"] == "window is not 3x3", reasons
+    assert seen >= 4
