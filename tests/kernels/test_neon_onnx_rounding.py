@@ -206,18 +206,19 @@ def speed_cases() -> list:
         k = dict(stride=(1, 1), pad=(1, 1), dilation=(1, 1), out_hw=(25, 5), depth_multiplier=1, input_offset=5,
                  output_offset=-3, out_mult=r.integers(2**30, 2**31, 64).astype(np.int32),
                  out_shift=np.full(64, -9, np.int32), act_min=-128, act_max=127)
-        with rounding_mode(rounding):
-            y = depthwise_conv2d.depthwise_conv2d_s8(x, w, bias, **k)
-        out += planned_cases("neon", f"speed_{rounding}_dw", x, y, (
-            (f"ecc_neon_depthwise_conv2d_3x3{'' if pair else '_nopair'}_s8{tail}",
-             nv.depthwise_plan(k, x.shape, w, bias, y.shape, pair=pair, three=True, onnx=onnx))
-            for pair in (True, False)))
+        for tag, kk in (("dw", k), ("dwties", {**k, "out_mult": np.full(64, 3 << 28)})):  # ties: the tested form
+            with rounding_mode(rounding):
+                y = depthwise_conv2d.depthwise_conv2d_s8(x, w, bias, **kk)
+            out += planned_cases("neon", f"speed_{rounding}_{tag}", x, y, (
+                (f"ecc_neon_depthwise_conv2d_3x3{'' if pair else '_nopair'}_s8{tail}",
+                 nv.depthwise_plan(kk, x.shape, w, bias, y.shape, pair=pair, three=True, onnx=onnx))
+                for pair in (True, False)))
         for kh, kw, cin, shape in ((1, 1, 64, (1, 25, 5, 64)), (10, 4, 1, (1, 49, 10, 1))):
             x = r.integers(-128, 128, shape, dtype=np.int8)
             w = r.integers(-127, 128, (64, kh, kw, cin), dtype=np.int8)
-            pads = (0, 0) if kh == 1 else (4, 1)
-            hw = Window((kh, kw), (1, 1) if kh == 1 else (2, 2), (1, 1), (*pads, 5, 2)).out_hw(*shape[1:3])
-            kc = dict(stride=(1, 1) if kh == 1 else (2, 2), pad=pads, dilation=(1, 1), out_hw=hw, input_offset=5,
+            pads = (0, 0, 0, 0) if kh == 1 else (4, 1, 5, 2)
+            hw = Window((kh, kw), (1, 1) if kh == 1 else (2, 2), (1, 1), pads).out_hw(*shape[1:3])
+            kc = dict(stride=(1, 1) if kh == 1 else (2, 2), pad=pads[:2], dilation=(1, 1), out_hw=hw, input_offset=5,
                       output_offset=-3, out_mult=k["out_mult"], out_shift=np.full(64, -10, np.int32), act_min=-128,
                       act_max=127)
             with rounding_mode(rounding):
@@ -230,18 +231,19 @@ def speed_cases() -> list:
 
 
 def test_onnx_entry_points_as_fast_as_tflm(run_board):
-    """On `aarch64` (instruction counts): each `_onnx` entry point retires at most 10% more
-    instructions than its tflm twin on the same layer (the epilogue is the only difference)."""
+    """On `aarch64` (instruction counts): each `_onnx` entry point retires at most as many instructions
+    as its tflm twin on the same layer (the epilogue is the only difference: 4 instructions a quad
+    against 5), and at most 15% more on a layer whose multipliers can make exact ties (8 a quad)."""
     cases, res, counts = run_board("aarch64")
     if not counts:
         pytest.skip("no instruction counts on this QEMU (tcount plugin)")
     by = {(c.name.split("-")[0].replace("_onnx_", "_tflm_"), c.function.removesuffix("_onnx")): n
           for c, n in zip(cases, counts) if c.name.startswith("speed_") and c.function.endswith("_onnx")}
-    pairs = [(c.function, n, by[(c.name.split("-")[0], c.function)]) for c, n in zip(cases, counts)
-             if c.name.startswith("speed_tflm")]
-    assert len(pairs) >= 7, pairs
-    print("\n".join(f"{f}: tflm {t} onnx {o} ({o / t - 1:+.1%})" for f, t, o in pairs))
-    slow = [(f, t, o) for f, t, o in pairs if o > 1.10 * t]
+    pairs = [(c.name.split("-")[0], c.function, n, by[(c.name.split("-")[0], c.function)])
+             for c, n in zip(cases, counts) if c.name.startswith("speed_tflm")]
+    assert len(pairs) >= 9, pairs
+    print("\n".join(f"{tag} {f}: tflm {t} onnx {o} ({o / t - 1:+.1%})" for tag, f, t, o in pairs))
+    slow = [p for p in pairs if p[3] > (1.15 if p[0].endswith("ties") else 1.0) * p[2]]
     assert not slow, slow
 
 
