@@ -278,3 +278,13 @@ def test_refusals_in_the_users_words():
                                 pair=False, three=False) == "depth multiplier is not 1"
     kf = dict(filter_offset=3, out_mult=[2**30], out_shift=[-3])
     assert "zero point" in nv.fc_refusal(kf, np.ones((2, 8), np.int8), kind="dot")
+
+
+def test_every_neon_variant_gives_a_reason():
+    """Each NEON variant of ours (not the shared lut / maximum kernels) has a why_not."""
+    import toolchain.isa  # noqa: F401 - registers every ISA variant
+    from toolchain.ops.registry import REGISTRY
+
+    missing = [(k.name, v.name) for k, op in REGISTRY.items() for v in op.variants
+               if v.isa == "neon" and v.why_not is None and "lut" not in v.template and "maximum" not in v.template]
+    assert not missing, missing

@@ -141,9 +141,17 @@ def pool_chwn_args(node: Node, graph: Graph) -> list[CArg]:
 CONV2D_CHWN = _gemm_variants("conv2d")
 DEPTHWISE_CONV2D_CHWN = _gemm_variants("depthwise_conv2d",
                                        scratch_bytes=lambda n, g: 2 * int(np.prod(g.t(n.inputs[1]).shape[1:3])))
-def _avg_ok(node: Node, graph: Graph) -> bool:
-    return batch_ok(graph, node) and avg_window_ok(node.attrs.window.kernel)
+def _pool_why_not(node: Node, graph: Graph) -> str | None:
+    """The first reason the CHWN pooling kernels do not take a node."""
+    if not batch_ok(graph, node):
+        return "batch not a multiple of 8"
+    if node.op is OpKind.AVG_POOL2D and not avg_window_ok(node.attrs.window.kernel):
+        return "window too large"
+    return None
 
 
-AVG_POOL2D_CHWN = _variant("avg_pool2d", _avg_ok, pool_chwn_args)
-MAX_POOL2D_CHWN = _variant("max_pool2d", lambda n, g: batch_ok(g, n), pool_chwn_args, rounding=None)
+# average pooling: TFLM's rounding only (rounding "onnx" keeps such nodes on the portable twin)
+AVG_POOL2D_CHWN = _variant("avg_pool2d", lambda n, g: _pool_why_not(n, g) is None, pool_chwn_args,
+                           why_not=_pool_why_not)
+MAX_POOL2D_CHWN = _variant("max_pool2d", lambda n, g: _pool_why_not(n, g) is None, pool_chwn_args, rounding=None,
+                           why_not=_pool_why_not)
