@@ -27,10 +27,18 @@ from toolchain.ops import add, conv2d, depthwise_conv2d, fully_connected
 from toolchain.ops.common import Window
 from toolchain.ops.fixed_point import add_params, rounding_mode
 from toolchain.ops.pool2d import avg_pool2d_s8
+from toolchain.ops.registry import CArg
 
 ISA = "neon"
 KINDS = ("dot", "pair", "nopair")
 REQUANTS = ("random", "ties", "allties")
+
+
+def _planned(tag: str, x, y, plans) -> list[Case]:
+    """isa_cases.planned_cases, each case named `tag`-<entry point without ecc_neon_ and _s8>[_onnx]."""
+    return [replace(c, name=f"{tag}-{c.function[9:].removesuffix('_onnx').removesuffix('_s8')}"
+                            f"{'_onnx' if c.function.endswith('_onnx') else ''}")
+            for c in isa_cases.planned_cases(ISA, tag, x, y, plans)]
 
 
 def requant(rng: np.random.Generator, kind: str, n: int, acc_scale: float, corner: int = 0):
@@ -84,7 +92,7 @@ def onnx_cases(seed: int = 71) -> list[Case]:
                      act_min=lo, act_max=hi)
             with rounding_mode("onnx"):
                 y = conv2d.conv2d_s8(x, w, bias, **k)
-            cases += isa_cases.planned_cases(ISA, f"onnx_conv{i}_{j}_{kind}", x, y, (
+            cases += _planned(f"onnx_conv{i}_{j}_{kind}", x, y, (
                 (function("conv2d", "1x1" if pw else "", kd) + "_onnx",
                  nv.conv2d_plan(k, x.shape, w, bias, y.shape, kind=kd, pointwise=pw, onnx=True))
                 for pw in (True, False) for kd in KINDS))
@@ -101,7 +109,7 @@ def onnx_cases(seed: int = 71) -> list[Case]:
                      out_mult=mult, out_shift=shift, act_min=lo, act_max=hi)
             with rounding_mode("onnx"):
                 y = depthwise_conv2d.depthwise_conv2d_s8(x, w, bias, **k)
-            cases += isa_cases.planned_cases(ISA, f"onnx_dw{i}_{j}_{kind}", x, y, (
+            cases += _planned(f"onnx_dw{i}_{j}_{kind}", x, y, (
                 (function("depthwise_conv2d", "3x3" if three else "", "pair" if pair else "nopair") + "_onnx",
                  nv.depthwise_plan(k, x.shape, w, bias, y.shape, pair=pair, three=three, onnx=True))
                 for three in (True, False) for pair in (True, False)))
@@ -119,7 +127,7 @@ def onnx_cases(seed: int = 71) -> list[Case]:
                      out_mult=mult, out_shift=shift, act_min=lo, act_max=hi)
             with rounding_mode("onnx"):
                 y = fully_connected.fully_connected_s8(x, w, bias, **k)
-            cases += isa_cases.planned_cases(ISA, f"onnx_fc{i}_{j}_{kind}", x, y, (
+            cases += _planned(f"onnx_fc{i}_{j}_{kind}", x, y, (
                 (function("fully_connected", "", kd) + "_onnx", nv.fc_plan(k, x.shape, w, bias, y.shape, kind=kd,
                                                                             onnx=True))
                 for kd in KINDS))
@@ -143,7 +151,7 @@ def lane_edge_cases() -> list[Case]:
             plans = [(function("fully_connected", "", kd) + tail, nv.fc_plan(k, x.shape, w, None, y.shape, kind=kd,
                                                                            onnx=onnx)) for kd in KINDS]
             assert all(p is not None for _, p in plans)
-            out += isa_cases.planned_cases(ISA, f"edge_{rounding}_fc{kdim}", x, y, plans)
+            out += _planned(f"edge_{rounding}_fc{kdim}", x, y, plans)
         x = np.full((1, 4, 4, 16), -128, np.int8)
         w = np.where(np.arange(9) % 2 == 0, -128, -127)[None, :, None].repeat(16, axis=2).reshape(1, 3, 3, 16)
         w = w.astype(np.int8)
@@ -156,7 +164,7 @@ def lane_edge_cases() -> list[Case]:
                   nv.depthwise_plan(kd_, x.shape, w, None, y.shape, pair=True, three=three, onnx=onnx))
                  for three in (True, False)]
         assert all(p is not None for _, p in plans)
-        out += isa_cases.planned_cases(ISA, f"edge_{rounding}_dw", x, y, plans)
+        out += _planned(f"edge_{rounding}_dw", x, y, plans)
     return out
 
 
@@ -193,7 +201,22 @@ def add_pool_cases(rng: np.random.Generator) -> list[Case]:
                 y = avg_pool2d_s8(x, **pad, **kw, zero_point=zp)
             c = isa_cases.pool_case(ISA, f"onnx_{'ties' if i % 2 else 'random'}_avg{i}_{j}", "avg", x, kw, y, **pad)
             out.append(replace(c, function=c.function + "_onnx"))
+            if i < 4:  # the CHWN twin on a batch of 8
+                out.append(_chwn_avg_case(rng, f"onnx_{'ties' if i % 2 else 'random'}_chwn_avg{i}_{j}", x, kw, pad))
     return out
+
+
+def _chwn_avg_case(rng, tag: str, x, kw: dict, pad: dict) -> Case:
+    from neon_cases import chwn
+    from toolchain.ops import relayout
+
+    x8 = _batch8(rng, x)
+    with rounding_mode("onnx"):
+        y = avg_pool2d_s8(x8, **pad, **kw, zero_point=pad["pad_value"])
+    ints = [*kw["stride"], *kw["pad"], *kw["kernel"], int(pad["count_include_pad"]), *pad["pad_end"], pad["pad_value"],
+            kw["act_min"], kw["act_max"], *relayout.storage_dims(x8.shape, "CHWN")]
+    args = [*map(CArg.lit, ints), CArg("act", "input"), *map(CArg.lit, kw["out_hw"]), CArg("act", "output")]
+    return case(tag, "ecc_neon_avg_pool2d_chwn_s8_onnx", args, {"input": chwn(x8)}, "output", 0, chwn(y))
 
 
 def bl04_cases() -> list[Case]:
@@ -211,7 +234,7 @@ def bl04_cases() -> list[Case]:
                      out_shift=np.array([-12, -13, -14], np.int32), act_min=-128, act_max=127)
             with rounding_mode(rounding):
                 y = fully_connected.fully_connected_s8(x, w, None, **k)
-            out += isa_cases.planned_cases(ISA, f"bl04_{rounding}_fc{kdim}", x, y, (
+            out += _planned(f"bl04_{rounding}_fc{kdim}", x, y, (
                 (function("fully_connected", "", kd) + tail,
                  nv.fc_plan(k, x.shape, w, None, y.shape, kind=kd, onnx=onnx))
                 for kd in KINDS))
@@ -223,7 +246,7 @@ def bl04_cases() -> list[Case]:
                           out_shift=np.array([-14, -15, -16, -17], np.int32), act_min=-128, act_max=127)
                 with rounding_mode(rounding):
                     y = conv2d.conv2d_s8(x, w, None, **kc)
-                out += isa_cases.planned_cases(ISA, f"bl04_{rounding}_conv{kh}x{kh}_{kdim}", x, y, (
+                out += _planned(f"bl04_{rounding}_conv{kh}x{kh}_{kdim}", x, y, (
                     (function("conv2d", "1x1" if pw else "", kd) + tail,
                      nv.conv2d_plan(kc, x.shape, w, None, y.shape, kind=kd, pointwise=pw, onnx=onnx))
                     for pw in (True, False) for kd in KINDS))
@@ -233,7 +256,7 @@ def bl04_cases() -> list[Case]:
                        act_min=-128, act_max=127)
             with rounding_mode(rounding):
                 y = depthwise_conv2d.depthwise_conv2d_s8(x, w, None, **kd_)
-            out += isa_cases.planned_cases(ISA, f"bl04_{rounding}_dw{kdim}", x, y, (
+            out += _planned(f"bl04_{rounding}_dw{kdim}", x, y, (
                 (function("depthwise_conv2d", "3x3" if three else "", "pair" if pair else "nopair") + tail,
                  nv.depthwise_plan(kd_, x.shape, w, None, y.shape, pair=pair, three=three, onnx=onnx))
                 for three in (True, False) for pair in (True, False)))
@@ -254,7 +277,7 @@ def sparse_cases(rng: np.random.Generator) -> list[Case]:
              "out_shift": np.full(n, -2 - int(rng.integers(0, 6)), np.int32)}
         with rounding_mode("onnx"):
             y = conv2d.conv2d_s8(x, w, bias, **k)
-        out += isa_cases.planned_cases(ISA, f"onnx_ties_{tag}", x, y, (
+        out += _planned(f"onnx_ties_{tag}", x, y, (
             (function("conv2d", v, kd) + "_onnx", nv.conv2d_plan(k, x.shape, w, bias, y.shape, kind=kd, pointwise=True,
                                                                  sparse=v == "1x1_sparse", onnx=True))
             for v in ("1x1_sparse", "1x1") for kd in KINDS))

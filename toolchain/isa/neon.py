@@ -31,7 +31,7 @@ import numpy as np
 from toolchain.ir import Graph, Node
 from toolchain.isa import neon_chwn
 from toolchain.isa.neon_packing import (avg_window_ok,   # noqa: F401 - re-exported: the tests read them here
-    SHIFT_RANGE, dot_tiles, fold_bias, for_rounding, gemm_pair_safe, k_padded, lane_safe, pack_depthwise, pack_dot,
+    AVG_ONNX_CELLS, SHIFT_RANGE, dot_tiles, fold_bias, for_rounding, gemm_pair_safe, k_padded, lane_safe, pack_depthwise, pack_dot,
     pack_mla, pack_sparse_map, qblob, requant_ok, taps_pair_safe, wrap32)
 from toolchain.isa.packing import layer_constants, split_constants
 from toolchain.ops import add, conv2d, depthwise_conv2d, fully_connected, pool2d
@@ -392,8 +392,6 @@ def _avg_why_not(node: Node, graph: Graph, onnx: bool) -> str | None:
     return None if avg_window_ok((kh, kw)) and (not onnx or kh * kw <= AVG_ONNX_CELLS) else "window too large"
 
 
-# ecc_neon_avg_div_rne's float32 quotient decides every tie exactly up to this many window cells
-AVG_ONNX_CELLS = 32768
 AVG_POOL2D_NHWC = tuple(
     neon_variant("avg_pool2d", "", rounding="onnx" if onnx else "tflm",
                  applies=lambda n, g, o=onnx: _avg_why_not(n, g, o) is None,
@@ -402,7 +400,7 @@ AVG_POOL2D_NHWC = tuple(
     for onnx in (False, True))
 MAX_POOL2D_NHWC = neon_variant("max_pool2d", "", applies=_pool_channels_ok, rounding=None,
                                why_not=lambda n, g: None if _pool_channels_ok(n, g) else "channels not a multiple of 8")
-AVG_POOL2D = (*AVG_POOL2D_NHWC, neon_chwn.AVG_POOL2D_CHWN)
+AVG_POOL2D = (*AVG_POOL2D_NHWC, *neon_chwn.AVG_POOL2D_CHWN)
 MAX_POOL2D = (MAX_POOL2D_NHWC, neon_chwn.MAX_POOL2D_CHWN)
 
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 import numpy as np
 
 from toolchain.ir import Graph, Node
-from toolchain.isa.neon_packing import avg_window_ok, for_rounding, requant_ok, rq_lanes
-from toolchain.ops import conv2d, depthwise_conv2d
+from toolchain.isa.neon_packing import AVG_ONNX_CELLS, avg_window_ok, for_rounding, requant_ok, rq_lanes
+from toolchain.ops import conv2d, depthwise_conv2d, pool2d
 from toolchain.ops.registry import CArg, KernelVariant, OpKind, opdef
 from toolchain.ops.relayout import storage_dims
 
@@ -131,9 +131,10 @@ def _gemm_variants(op: str, **kw) -> tuple[KernelVariant, KernelVariant]:
                           why_not=lambda n, g, o=onnx: _why_not(n, g, o), **kw) for onnx in (False, True))
 
 
-def pool_chwn_args(node: Node, graph: Graph) -> list[CArg]:
-    """The portable pooling arguments with the input dims in CHWN storage order."""
-    args = opdef(node).kernel_args(node, graph)
+def pool_chwn_args(node: Node, graph: Graph, onnx: bool = False) -> list[CArg]:
+    """The portable pooling arguments (onnx: those of the portable `_onnx` average pooling) with the
+    input dims in CHWN storage order."""
+    args = (pool2d.AvgPool2D()._onnx_args if onnx else opdef(node).kernel_args)(node, graph)
     at = next(i for i, a in enumerate(args) if a.kind == "act")
     return [*args[:at - 4], *map(CArg.lit, storage_dims(graph.t(node.inputs[0]).shape, "CHWN")), *args[at:]]
 
@@ -141,17 +142,19 @@ def pool_chwn_args(node: Node, graph: Graph) -> list[CArg]:
 CONV2D_CHWN = _gemm_variants("conv2d")
 DEPTHWISE_CONV2D_CHWN = _gemm_variants("depthwise_conv2d",
                                        scratch_bytes=lambda n, g: 2 * int(np.prod(g.t(n.inputs[1]).shape[1:3])))
-def _pool_why_not(node: Node, graph: Graph) -> str | None:
-    """The first reason the CHWN pooling kernels do not take a node."""
+def _pool_why_not(node: Node, graph: Graph, onnx: bool = False) -> str | None:
+    """The first reason the CHWN pooling kernels do not take a node (onnx: the `_onnx` average pooling,
+    windows of at most AVG_ONNX_CELLS)."""
     if not batch_ok(graph, node):
         return "batch not a multiple of 8"
-    if node.op is OpKind.AVG_POOL2D and not avg_window_ok(node.attrs.window.kernel):
+    kh, kw = node.attrs.window.kernel
+    if node.op is OpKind.AVG_POOL2D and not (avg_window_ok((kh, kw)) and (not onnx or kh * kw <= AVG_ONNX_CELLS)):
         return "window too large"
     return None
 
 
-# average pooling: TFLM's rounding only (rounding "onnx" keeps such nodes on the portable twin)
-AVG_POOL2D_CHWN = _variant("avg_pool2d", lambda n, g: _pool_why_not(n, g) is None, pool_chwn_args,
-                           why_not=_pool_why_not)
+AVG_POOL2D_CHWN = tuple(_variant("avg_pool2d", lambda n, g, o=onnx: _pool_why_not(n, g, o) is None,
+                                 lambda n, g, o=onnx: pool_chwn_args(n, g, o), rounding="onnx" if onnx else "tflm",
+                                 why_not=lambda n, g, o=onnx: _pool_why_not(n, g, o)) for onnx in (False, True))
 MAX_POOL2D_CHWN = _variant("max_pool2d", lambda n, g: _pool_why_not(n, g) is None, pool_chwn_args, rounding=None,
                            why_not=_pool_why_not)

@@ -20,6 +20,8 @@ SHIFT_RANGE = (-31, 30)  # TFLite's range; ecc_neon_rq is exact over it
 # clamp for multipliers of at least RNE_MIN_MULT (the result is then >= 511 in magnitude, like the real one)
 RNE_PRESHIFT = 8
 RNE_MIN_MULT = 2**17
+# ecc_neon_avg_div_rne's float32 quotient decides every tie exactly up to this many window cells
+AVG_ONNX_CELLS = 32768
 RNE_TIE_ODD = 2**10  # a multiplier odd * 2^z puts every exact tie at |result| >= odd / 2 (ecc_neon_ties)
 
 

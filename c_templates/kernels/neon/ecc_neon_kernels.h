@@ -216,6 +216,7 @@ ECC_NEON_ONNX_TWIN(ecc_neon_fully_connected_nopair_s8);
 ECC_NEON_ONNX_TWIN(ecc_neon_conv2d_chwn_s8);
 ECC_NEON_ONNX_TWIN(ecc_neon_depthwise_conv2d_chwn_s8);
 ECC_NEON_ONNX_TWIN(ecc_neon_avg_pool2d_s8);
+ECC_NEON_ONNX_TWIN(ecc_neon_avg_pool2d_chwn_s8);
 ECC_NEON_ONNX_TWIN(ecc_neon_add_s8);
 
 #endif /* ECC_NEON_KERNELS_H */

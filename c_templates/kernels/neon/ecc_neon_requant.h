@@ -92,6 +92,23 @@ ECC_NEON_INLINE int32x4_t ecc_neon_rq(int32x4_t acc, int32x4x4_t q, const int mo
     return ecc_neon_rq3(acc, q.val[1], q.val[2], q.val[3], mode);
 }
 
+/* Average pooling's rounding division (neon/avg_pool2d*): (acc + (acc > 0 ? half : -half)) / count,
+ * C's truncating division, as a float32 division truncated (exact below 2^24) */
+ECC_NEON_INLINE int32x4_t ecc_neon_avg_div(int32x4_t acc, int32x4_t half, float32x4_t count)
+{
+    const int32x4_t num = vaddq_s32(acc, vbslq_s32(vcgtzq_s32(acc), half, vnegq_s32(half)));
+    return vcvtq_s32_f32(vdivq_f32(vcvtq_f32_s32(num), count));
+}
+
+/* rounding: onnx: (acc - zc) / count rounded to nearest, ties to even (zc = the zero point times count;
+ * the zero point comes back as the output offset). Exact: |acc - zc| <= 255 count < 2^24 converts
+ * exactly, the float32 quotient q (|q| <= 255) is off by at most 2^-17 while a quotient that is no tie
+ * lies at least 1 / (2 count) > 2^-17 from one (count <= 32768), so FCVTNS rounds it as the real one. */
+ECC_NEON_INLINE int32x4_t ecc_neon_avg_div_rne(int32x4_t acc, int32x4_t zc, float32x4_t count)
+{
+    return vcvtnq_s32_f32(vdivq_f32(vcvtq_f32_s32(vsubq_s32(acc, zc)), count));
+}
+
 /* The output stage of 16 requantized values: + output offset, clamp, int8. Saturating to int16
  * first is exact: a value outside int16 stays outside [act_min, act_max] after the offset. */
 ECC_NEON_INLINE int8x16_t ecc_neon_out16(int32x4_t a, int32x4_t b, int32x4_t c, int32x4_t d, int16x8_t off,
