@@ -31,8 +31,8 @@ import numpy as np
 from toolchain.ir import Graph, Node
 from toolchain.isa import neon_chwn
 from toolchain.isa.neon_packing import (avg_window_ok,   # noqa: F401 - re-exported: the tests read them here
-    AVG_ONNX_CELLS, SHIFT_RANGE, dot_tiles, fold_bias, for_rounding, gemm_pair_safe, k_padded, lane_safe, pack_depthwise, pack_dot,
-    pack_mla, pack_sparse_map, qblob, requant_ok, taps_pair_safe, wrap32)
+    AVG_ONNX_CELLS, SHIFT_RANGE, dot_tiles, fold_bias, for_rounding, gemm_pair_safe, k_padded, lane_safe,
+    pack_depthwise, pack_dot, pack_mla, pack_sparse_map, qblob, requant_ok, taps_pair_safe, wrap32)
 from toolchain.isa.packing import layer_constants, split_constants
 from toolchain.ops import add, conv2d, depthwise_conv2d, fully_connected, pool2d
 from toolchain.ops.binary import needs_broadcast
