@@ -19,7 +19,7 @@ from profiler.cycles import cycle_fields
 from profiler.memory_plot import plot_memory
 from profiler.numerics import MAX_SAMPLES, op_numerics
 from profiler.qdq_reference import is_qdq, ort_tensors
-from profiler.parse import MARK_SYMBOLS, OpCosts, ProfileError, from_harness, from_marks
+from profiler.parse import MARK_SYMBOLS, ProfileError, from_harness, from_marks
 from profiler.report import build_report
 from targets import TimeSource
 from targets.qemu import function_at, run_firmware
@@ -33,7 +33,7 @@ from toolchain.errors import InputError
 from toolchain.frontend.onnx_qdq_ort import lsb_agreement, run_onnxruntime
 from toolchain.interpret import interpret
 from toolchain.io_dtypes import from_model_dtype, io_dtype
-from toolchain.ir import DType, Graph
+from toolchain.ir import Graph
 from toolchain.lower import kernel_reasons, lowering_target
 from toolchain.memory import PLANNERS, live_bound
 from toolchain.ops.fixed_point import graph_rounding

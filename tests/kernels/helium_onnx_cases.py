@@ -18,7 +18,7 @@ from helium_cases import function
 from helium_harness import Case
 from isa_cases import _act, _requant
 from toolchain.isa import helium as hv
-from toolchain.isa.helium_rq import MODES, ONNX, ONNX_TIES, TFLM_MODES
+from toolchain.isa.helium_rq import MODES, ONNX, ONNX_TIES
 from toolchain.ops import add, conv2d, depthwise_conv2d, fully_connected
 from toolchain.ops.common import Window
 from toolchain.ops.fixed_point import add_params, rounding_mode

@@ -13,6 +13,7 @@ Boards: `aarch64` (Neoverse-N1, Armv8.2 + dotprod: every entry point) and `aarch
 """
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import isa_harness
@@ -41,8 +42,11 @@ def board_has_dotprod(board: str) -> bool:
 
 
 def prototypes(dot: bool = True) -> dict[str, list[str]]:
-    """function name -> C parameter types, from ecc_neon_kernels.h (without `_dot` ones if not dot)."""
-    return isa_harness.prototypes(PROTOTYPES, ISA, lambda name: dot or "_dot_" not in name)
+    """function name -> C parameter types, from ecc_neon_kernels.h (without `_dot` ones if not dot),
+    with the rounding "onnx" twins it declares (ECC_NEON_ONNX_TWIN(f): f_onnx, f's parameters)."""
+    protos = isa_harness.prototypes(PROTOTYPES, ISA, lambda name: dot or "_dot_" not in name)
+    twins = re.findall(r"^ECC_NEON_ONNX_TWIN\((\w+)\);", PROTOTYPES.read_text(), flags=re.M)
+    return {**protos, **{f"{f}_onnx": protos[f] for f in twins if f in protos}}
 
 
 def write_cases(cases: list[Case], path: Path, dot: bool) -> None:

@@ -48,9 +48,11 @@ def test_boards_match_the_harness():
 
 
 def test_cases_cover_every_entry_point():
-    """Each neon entry point of ecc_neon_kernels.h is exercised by at least one case."""
+    """Each neon entry point of ecc_neon_kernels.h is exercised by at least one case (the rounding
+    "onnx" twins by test_neon_onnx_rounding.py)."""
     used = {c.function for c in CASES}
-    assert set(neon_harness.prototypes()) <= used, set(neon_harness.prototypes()) - used
+    tflm = {f for f in neon_harness.prototypes() if not f.endswith("_onnx")}
+    assert tflm <= used, tflm - used
 
 
 @pytest.mark.parametrize("family,name", SETS, ids=[s for _, s in SETS])
@@ -95,20 +97,20 @@ def test_neon_bit_exact(results, board):
 
 def test_every_case_ran_on_both_paths():
     """The random cases reach each family on the Armv8.0 kernels and (for GEMMs) on the dotprod ones,
-    including the -128-weight cases (j == 2 in neon_cases), which only `_nopair` / `_dot` may take."""
+    including the -128-weight cases (j == 2 in neon_cases: one -128, which no int16 lane pairs with
+    another, so the pairing kernels take them too, exactly)."""
     m128 = [c for c in CASES if c.name.startswith("rand_") and c.name.split("-")[0].endswith("_2")]
-    assert m128 and not [c.function for c in m128
-                         if not ("_nopair_" in c.function or "_dot_" in c.function
-                                 or c.function.startswith(("ecc_neon_add", "ecc_neon_avg", "ecc_neon_max")))]
     fams = {c.function for c in m128}
     for fn in ("ecc_neon_conv2d_nopair_s8", "ecc_neon_conv2d_dot_s8", "ecc_neon_fully_connected_nopair_s8",
-               "ecc_neon_fully_connected_dot_s8", "ecc_neon_depthwise_conv2d_3x3_nopair_s8"):
+               "ecc_neon_fully_connected_dot_s8", "ecc_neon_depthwise_conv2d_3x3_nopair_s8", "ecc_neon_conv2d_s8",
+               "ecc_neon_fully_connected_s8", "ecc_neon_depthwise_conv2d_3x3_s8"):
         assert fn in fams, fn
 
 
 def test_minus_128_weights_reject_the_pairing_kernels():
     """BL-04: the Armv8.0 entry points that pair two products in an int16 lane see the actual weights
-    and refuse a -128; the `_nopair` twins and the SDOT kernels (32-bit products) take the same call."""
+    and refuse two -128 in one lane (a single -128 is exact: (-128)(-128) + (-128) w' fits int16); the
+    `_nopair` twins and the SDOT kernels (32-bit products) take the same call."""
     rng = np.random.default_rng(4)
     x = rng.integers(-128, 128, (1, 5, 5, 16), dtype=np.int8)
     w = rng.integers(-127, 128, (4, 3, 3, 16), dtype=np.int8)
@@ -118,6 +120,8 @@ def test_minus_128_weights_reject_the_pairing_kernels():
     funcs = {c.function for c in neon_cases.conv_cases("ok", x, w, None, k, y)}
     assert {"ecc_neon_conv2d_s8", "ecc_neon_conv2d_nopair_s8", "ecc_neon_conv2d_dot_s8"} <= funcs
     w[2, 1, 1, 3] = -128
+    assert "ecc_neon_conv2d_s8" in {c.function for c in neon_cases.conv_cases("one", x, w, None, k, y)}
+    w[2, 1, 1, 11] = -128  # k 67 and 75 of row 2: one lane of the 16-k chunk 64..79
     funcs = {c.function for c in neon_cases.conv_cases("m128", x, w, None, k, y)}
     assert "ecc_neon_conv2d_s8" not in funcs and {"ecc_neon_conv2d_nopair_s8", "ecc_neon_conv2d_dot_s8"} <= funcs
     wd = rng.integers(-127, 128, (1, 3, 3, 16), dtype=np.int8)
@@ -125,13 +129,16 @@ def test_minus_128_weights_reject_the_pairing_kernels():
     yd = np.zeros((1, 5, 5, 16), np.int8)
     assert "ecc_neon_depthwise_conv2d_3x3_s8" in {c.function for c in neon_cases.depthwise_cases("ok", x, wd, None, kd, yd)}
     wd[0, 0, 2, 5] = -128
+    assert "ecc_neon_depthwise_conv2d_3x3_s8" in {c.function for c in neon_cases.depthwise_cases("one", x, wd, None,
+                                                                                                kd, yd)}
+    wd[0, 1, 0, 5] = -128  # taps 2 and 3 of channel 5 share a lane
     funcs = {c.function for c in neon_cases.depthwise_cases("m128", x, wd, None, kd, yd)}
     assert not {"ecc_neon_depthwise_conv2d_3x3_s8", "ecc_neon_depthwise_conv2d_s8"} & funcs
     assert "ecc_neon_depthwise_conv2d_3x3_nopair_s8" in funcs
     wf = rng.integers(-127, 128, (3, 16), dtype=np.int8)
     kf = dict(input_offset=1, filter_offset=0, output_offset=0, out_mult=[1 << 30], out_shift=[-10], act_min=-128,
               act_max=127)
-    wf[1, 1] = -128
+    wf[1, [1, 9]] = -128
     funcs = {c.function for c in neon_cases.fc_cases("m128", x[0, 0, :1], wf, None, kf, np.zeros((1, 3), np.int8))}
     assert funcs == {"ecc_neon_fully_connected_nopair_s8", "ecc_neon_fully_connected_dot_s8"}
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from toolchain.isa import neon as nv
-from toolchain.ops.fixed_point import multiply_by_quantized_multiplier, quantize_multiplier
+from toolchain.ops.fixed_point import multiply_by_quantized_multiplier
 from toolchain.ops.registry import REGISTRY, OpKind
 
 REPO = Path(__file__).resolve().parents[2]
@@ -101,7 +101,9 @@ def test_predicates():
     for kind in ("dot", "pair", "nopair"):
         assert nv.conv2d_plan(k, xs, w, None, ys, kind=kind, pointwise=True) is not None
         assert nv.conv2d_plan(k, xs, None, None, ys, kind=kind, pointwise=True) is None  # activation weights
-    w[3, 0, 0, 2] = -128  # BL-04
+    w[3, 0, 0, 2] = -128  # one -128: (-128)(-128) + (-128) w' fits int16, the pairing kernel stays exact
+    assert nv.conv2d_plan(k, xs, w, None, ys, kind="pair", pointwise=True) is not None
+    w[3, 0, 0, 10] = -128  # BL-04: k 2 and k 10 share an int16 lane of the same channel
     assert nv.conv2d_plan(k, xs, w, None, ys, kind="pair", pointwise=True) is None
     assert nv.conv2d_plan(k, xs, w, None, ys, kind="nopair", pointwise=True) is not None
     assert nv.conv2d_plan(k, xs, w, None, ys, kind="dot", pointwise=True) is not None
@@ -145,7 +147,7 @@ def _digits_graph():
 
 def test_selection_follows_board_features():
     """The dotprod variants only where the board declares `dotprod`; -128 weights move an Armv8.0
-    GEMM to its `_nopair` twin (BL-04) but leave the dotprod choice alone."""
+    GEMM to its `_nopair` twin only when two share an int16 lane (BL-04), and leave the dotprod choice alone."""
     from targets import load_target
     from toolchain.ir import Tensor
     from toolchain.lower import select_kernels
@@ -164,7 +166,10 @@ def test_selection_follows_board_features():
     conv = gemm[0]
     t = g.t(conv.inputs[1])
     w = t.data.copy()
-    w.flat[0] = -128
+    w.reshape(w.shape[0], -1)[0, [0, 8]] = -128  # k 0 and k 8: one int16 lane of the pairing GEMM (BL-04)
     g2 = g.with_tensor(Tensor(t.name, t.shape, t.dtype, t.quant, w))
     assert select_kernels(g2, ["neon", "portable"], v80.isa_features)[conv.name].function.endswith("_nopair_s8")
+    w.reshape(w.shape[0], -1)[0, 8] = 5  # a single -128: the pairing kernel stays exact and is kept
+    g3 = g.with_tensor(Tensor(t.name, t.shape, t.dtype, t.quant, w))
+    assert select_kernels(g3, ["neon", "portable"], v80.isa_features)[conv.name] == base[conv.name]
     assert select_kernels(g2, ["neon", "portable"], a64.isa_features)[conv.name].function.endswith("_dot_s8")

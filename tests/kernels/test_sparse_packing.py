@@ -154,7 +154,7 @@ def test_sparse_variants_come_first():
     order = ["neon_1x1_sparse_dot", "neon_1x1_dot", "neon_dot", "neon_1x1_sparse", "neon_1x1_sparse_nopair",
              "neon_1x1", "neon_1x1_nopair"]
     assert [names.index(n) for n in order] == sorted(names.index(n) for n in order), names
-    sparse = {v.function: v for v in nv.CONV2D if "sparse" in v.name}
+    sparse = {v.function: v for v in nv.CONV2D if "sparse" in v.name and not v.name.endswith("_onnx")}
     assert set(sparse) == {"ecc_neon_conv2d_1x1_sparse_dot_s8", "ecc_neon_conv2d_1x1_sparse_s8",
                            "ecc_neon_conv2d_1x1_sparse_nopair_s8"}
     assert sparse["ecc_neon_conv2d_1x1_sparse_dot_s8"].requires == frozenset({"dotprod"})

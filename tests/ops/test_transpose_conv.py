@@ -5,7 +5,7 @@ onnxruntime and through our quantizer."""
 import numpy as np
 import pytest
 from _op_checks import check_tflm_and_c, run_tflm
-from tflite_op_cases import ACT, I8, I32, OP, OPT, F32, S, Model, _i8, _ints, _one, _scale
+from tflite_op_cases import ACT, I8, I32, OP, OPT, F32, S, Model, _i8, _ints, _one
 
 from toolchain.frontend.tflite_ops_reduce import transpose_conv_pad
 from toolchain.ops.transpose_conv import transpose_conv_s8

@@ -4,7 +4,6 @@ import ast
 from functools import cache
 from pathlib import Path
 
-import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("toolchain", "quantize", "targets", "profiler")

@@ -5,11 +5,44 @@ c_templates/kernels/neon/ecc_neon.h.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
 
+from toolchain.ir import Graph, Node
 from toolchain.isa.packing import ConstantSplit
+from toolchain.ops.fixed_point import graph_rounding
 
 SHIFT_RANGE = (-31, 30)  # TFLite's range; ecc_neon_rq is exact over it
+# ecc_neon_mbqm_rne divides x * 2^lsh * mult by 2^(31 + s) with s >= RNE_PRESHIFT (2^s then lies above the
+# low byte of the lsh lane, the shift SQSHL reads); a saturated x * 2^lsh stays exact after the int8
+# clamp for multipliers of at least RNE_MIN_MULT (the result is then >= 511 in magnitude, like the real one)
+RNE_PRESHIFT = 8
+RNE_MIN_MULT = 2**17
+# ecc_neon_avg_div_rne's float32 quotient decides every tie exactly up to this many window cells
+AVG_ONNX_CELLS = 32768
+RNE_TIE_ODD = 2**10  # a multiplier odd * 2^z puts every exact tie at |result| >= odd / 2 (ecc_neon_ties)
+
+
+def gemm_pair_safe(w2d: np.ndarray) -> bool:
+    """Whether the Armv8.0 GEMM's pairing (ECC_NEON_MLA16: the products of k and k + 8 of each 16-k
+    chunk summed in one int16 lane) stays exact for [O, K] weights w2d: x w is in [-16256, 16384] for
+    int8 x, w, so a pair overflows int16 only as (-128)(-128) + (-128)(-128) = 32768; that needs both
+    weights of the pair at -128 (BL-04). A single -128 weight, or -128s in unpaired places, is exact."""
+    o, k = w2d.shape
+    full = k_padded(k, False) // 16 * 16
+    w = np.zeros((o, full), np.int64)
+    w[:, :min(k, full)] = w2d[:, :full]
+    c = w.reshape(o, -1, 2, 8) == -128
+    return not bool(np.any(c[:, :, 0] & c[:, :, 1]))
+
+
+def taps_pair_safe(taps: np.ndarray) -> bool:
+    """gemm_pair_safe for the depthwise kernels ([T, C] weights, taps in window order): they pair taps
+    (0, 1), (2, 3), ... of one channel in an int16 lane (ECC_NEON_DW16_PAIR), the last odd tap alone."""
+    t = taps[:taps.shape[0] // 2 * 2].reshape(-1, 2, taps.shape[1]) == -128
+    return not bool(np.any(t[:, 0] & t[:, 1]))
 
 
 def lane_safe(w: np.ndarray) -> bool:
@@ -29,25 +62,54 @@ def fold_bias(w2d: np.ndarray, bias: np.ndarray | None, input_offset: int) -> np
     return wrap32(b + int(input_offset) * w2d.astype(np.int64).sum(axis=1))
 
 
-def requant_ok(shift, mult) -> bool:
+def requant_ok(shift, mult, onnx: bool = False) -> bool:
     """The shifts are inside SHIFT_RANGE and the multipliers in [0, 2^31) (TFLite's are; ecc_neon_mbqm
-    relies on it)."""
-    s, m = np.asarray(shift, np.int64), np.asarray(mult, np.int64)
-    return bool(s.size and m.size and s.min() >= SHIFT_RANGE[0] and s.max() <= SHIFT_RANGE[1]
-                and m.min() >= 0 and m.max() < 2**31)
+    relies on it); `onnx` (ecc_neon_mbqm_rne): besides, every multiplier of a shift above -RNE_PRESHIFT
+    is 0 or at least RNE_MIN_MULT (QuantizeMultiplier's are >= 2^30)."""
+    s, m = np.asarray(shift, np.int64).reshape(-1), np.asarray(mult, np.int64).reshape(-1)
+    if not (s.size and m.size and s.min() >= SHIFT_RANGE[0] and s.max() <= SHIFT_RANGE[1]
+            and m.min() >= 0 and m.max() < 2**31):
+        return False
+    if not onnx:
+        return True
+    n = max(s.size, m.size)
+    s, m = np.broadcast_to(s, (n,)), np.broadcast_to(m, (n,))
+    return not bool(np.any((s > -RNE_PRESHIFT) & (m != 0) & (m < RNE_MIN_MULT)))
 
 
-def qblob(bias: np.ndarray, mult, shift, n: int) -> np.ndarray:
+def rq_lanes(mult, shift, n: int, onnx: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The requantization lanes {mult, lsh, rsh} of n channels (int64), as ecc_neon_rq reads them:
+    tflm (ecc_neon_mbqm): mult, max(shift, 0), min(shift, 0); onnx (ecc_neon_mbqm_rne): -mult,
+    lsh | 2^s, -s with lsh = shift + 8, s = 8 for shift >= -7, else lsh = 0, s = -shift; -s as its
+    low byte (same shift, positive lane) when no multiplier can make a tie (rne_ties, ecc_neon_ties)."""
+    m = np.broadcast_to(np.asarray(mult, np.int64).reshape(-1), (n,))
+    sh = np.broadcast_to(np.asarray(shift, np.int64).reshape(-1), (n,))
+    if not onnx:
+        return m, np.maximum(sh, 0), np.minimum(sh, 0)
+    lsh = np.maximum(sh + RNE_PRESHIFT, 0)
+    s = lsh - sh
+    return -m, lsh | (np.int64(1) << s), -s if rne_ties(m) else (-s) & 0xFF
+
+
+def rne_ties(mult) -> bool:
+    """Whether a layer's multipliers may requantize an exact tie that the int8 clamp keeps under
+    rounding "onnx": one is non-zero with an odd part below RNE_TIE_ODD (ecc_neon_ties: its `_onnx`
+    kernels then test for ties, 4 more instructions per 4 outputs)."""
+    m = np.asarray(mult, np.int64).reshape(-1)
+    m = m[m != 0]
+    return bool(m.size and np.min(m // (m & -m)) < RNE_TIE_ODD)
+
+
+def qblob(bias: np.ndarray, mult, shift, n: int, onnx: bool = False) -> np.ndarray:
     """The requantization blob (ecc_neon.h): per quad of output channels {bias', mult, lsh, rsh}
-    as four int32 vectors; channels padded to a multiple of 4 with zeros (multiplier 0)."""
+    as four int32 vectors (rq_lanes; `onnx`: ecc_neon_mbqm_rne's); channels padded to a multiple of
+    4 with zeros (multiplier 0)."""
     np4 = -(-n // 4) * 4
     cols = np.zeros((4, np4), np.int64)
-    shift = np.broadcast_to(np.asarray(shift, np.int64).reshape(-1), (n,))
     cols[0, :n] = bias
-    cols[1, :n] = np.broadcast_to(np.asarray(mult, np.int64).reshape(-1), (n,))
-    cols[2, :n] = np.maximum(shift, 0)
-    cols[3, :n] = np.minimum(shift, 0)
-    return cols.reshape(4, np4 // 4, 4).transpose(1, 0, 2).reshape(-1).astype(np.int32)
+    for i, lane in enumerate(rq_lanes(mult, shift, n, onnx), 1):
+        cols[i, :n] = lane
+    return wrap32(cols.reshape(4, np4 // 4, 4).transpose(1, 0, 2).reshape(-1))
 
 
 def k_padded(k: int, dot: bool) -> int:
@@ -133,3 +195,13 @@ def avg_window_ok(kernel) -> bool:
     """Windows neon/avg_pool2d sums exactly: rows of at most 256 cells (int16 lanes, added into int32
     between rows) and at most 65536 cells (the float32 division stays exact below 2^24)."""
     return kernel[1] <= 256 and kernel[0] * kernel[1] <= 65536
+
+
+def for_rounding(rounding: str | None, pred: Callable[[Node, Graph], Any] | None,
+                 otherwise: Any = False) -> Callable[[Node, Graph], Any] | None:
+    """`pred` on graphs whose rounding (fixed_point.graph_rounding) is `rounding`, else `otherwise`
+    (False for `applies`, None for `why_not`: the twin of the other rounding speaks for the kernel
+    there); `pred` itself when rounding is None (a kernel that does not round)."""
+    if rounding is None or pred is None:
+        return pred
+    return lambda node, graph: pred(node, graph) if graph_rounding(graph) == rounding else otherwise

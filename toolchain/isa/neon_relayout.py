@@ -16,7 +16,9 @@ def _neon_args(node: Node, graph: Graph) -> list[CArg]:
 
 RELAYOUT = KernelVariant("neon", "neon", "neon/relayout_s8.c.j2", "ecc_neon_relayout_s8",
                      applies=lambda n, g: relayout.relayout_plan(*relayout.storage(n, g)) is not None, args=_neon_args,
-                     headers=("neon/ecc_neon_kernels.h", "neon/ecc_neon.h"), layouts=relayout.ALL_LAYOUTS)
+                     headers=("neon/ecc_neon_kernels.h", "neon/ecc_neon.h"), layouts=relayout.ALL_LAYOUTS,
+                     why_not=lambda n, g: None if relayout.relayout_plan(*relayout.storage(n, g)) is not None
+                     else "no four-loop byte-move plan for this change of layout")
 
 def _transpose_plan(node: Node, graph: Graph) -> tuple[int, int, int, int] | None:
     shape = graph.t(node.inputs[0]).shape
@@ -29,7 +31,9 @@ TRANSPOSE = KernelVariant("neon", "neon", "neon/relayout_s8.c.j2", "ecc_neon_rel
                                applies=lambda n, g: relayout.fast_plan(_transpose_plan(n, g)),
                                args=lambda n, g: [*map(CArg.lit, _transpose_plan(n, g)), CArg("act", n.inputs[0]),
                                                   CArg("act", n.outputs[0])],
-                               headers=("neon/ecc_neon_kernels.h", "neon/ecc_neon.h"))
+                               headers=("neon/ecc_neon_kernels.h", "neon/ecc_neon.h"),
+                               why_not=lambda n, g: None if relayout.fast_plan(_transpose_plan(n, g))
+                               else "not a 4-D transpose the vector byte moves speed up")
 
 
 add_variants(OpKind.RELAYOUT, RELAYOUT)

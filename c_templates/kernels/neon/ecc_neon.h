@@ -7,7 +7,9 @@
  *   point itself (im2col fills padding with it; the depthwise kernels point such taps at a row of it).
  * - Requantization parameters travel as one int32 blob, per quad of output channels four vectors:
  *   bias', multiplier, left shift max(shift, 0), right shift min(shift, 0) (ecc_neon_rq; one LD1 of
- *   four registers). Output channels are padded to a multiple of 4 (multiplier 0).
+ *   four registers). Output channels are padded to a multiple of 4 (multiplier 0). The rounding: onnx
+ *   twins (`_onnx`, mode ECC_NEON_RNE) read {bias', -multiplier, lsh | 2^s, -s} instead
+ *   (ecc_neon_mbqm_rne; the sign of the first rsh lane flags layers that may requantize a tie).
  * - GEMM weights (conv2d, conv2d_1x1, fully_connected), K = the row length padded to a multiple of 4
  *   (dotprod) or 8 (Armv8.0). Output channels are cut into tiles of 16, then one of 8 if at least 8
  *   remain, then tiles of 4 (the last one zero-padded):
@@ -19,8 +21,10 @@
  *   The weight rows of the ISA's K padding are zero, so whatever the padded activation bytes hold
  *   adds nothing.
  * - Armv8.0 kernels that pair two products in one 16-bit lane (SMULL + SMLAL, "pair" mode) are
- *   chosen only when every weight is in [-127, 127] (BL-04): |x w + x' w'| <= 2 * 128 * 127 fits
- *   int16. With a -128 weight the compiler picks the "nopair" entry points (one product per lane).
+ *   chosen only when no lane pairs two -128 weights (BL-04): x w lies in [-16256, 16384] for int8 x and
+ *   w, so a pair leaves int16 only as (-128)(-128) + (-128)(-128) (toolchain/isa/neon_packing.py
+ *   gemm_pair_safe, taps_pair_safe). Otherwise the compiler picks the "nopair" entry points (one
+ *   product per lane).
  *   No kernel here multiplies two activations.
  * - Dotprod kernels carry ECC_NEON_DOT (function-level target attribute), so a build for plain
  *   Armv8.0 never emits SDOT outside them; the compiler only chooses them for boards declaring the

@@ -11,9 +11,12 @@
 #define ECC_NEON_DOT __attribute__((target("arch=armv8.2-a+dotprod")))
 #define ECC_NEON_INLINE static inline __attribute__((always_inline))
 
-/* Requantization mode of the Armv8.0 kernels (one entry point each). */
-#define ECC_NEON_PAIR 1   /* two products per int16 lane: weights in [-127, 127] */
-#define ECC_NEON_NOPAIR 0 /* one product per int16 lane: any weights */
+/* Mode of a kernel body (one entry point each), a compile-time constant of the always-inlined helpers:
+ * flags ORed together. */
+#define ECC_NEON_NOPAIR 0 /* one product per int16 lane: any weights; rounding: tflm */
+#define ECC_NEON_PAIR 1   /* two products per int16 lane: no lane pairs two -128 weights (Armv8.0) */
+#define ECC_NEON_RNE 2    /* rounding: onnx requantization (ecc_neon_mbqm_rne, blob of qblob(onnx=True)) */
+#define ECC_NEON_TIES 4   /* with ECC_NEON_RNE: a channel may requantize an exact tie (ecc_neon_ties) */
 
 /* the first n (1..4) bytes of v to dst (any alignment) */
 ECC_NEON_INLINE void ecc_neon_store_n(int8_t *dst, int8x8_t v, int32_t n)

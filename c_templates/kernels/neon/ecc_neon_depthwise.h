@@ -8,7 +8,7 @@
 /* ---- depthwise convolution (NHWC, depth multiplier 1, in_c % 8 == 0) ----
  * Per output pixel the taps' input pointers (a tap outside the input points at a row of the zero
  * point), then per block of 16 channels (8 for a last block) the taps accumulated in int32 lanes:
- * "pair" mode multiplies two taps into one int16 lane (SMULL + SMLAL, weights in [-127, 127]) before
+ * "pair" mode multiplies two taps into one int16 lane (SMULL + SMLAL, no lane pairs two -128 weights) before
  * widening (SADDW), "nopair" widens every product. Weights per block, taps in order (ecc_neon.h
  * top); qparams as for the GEMM kernels. */
 typedef struct {
@@ -50,13 +50,13 @@ typedef struct {
 /* One output pixel: every channel block. ptrs: the taps' pixel pointers; T: number of taps (a
  * constant for the specialised kernels); out: the pixel's in_c outputs. */
 ECC_NEON_INLINE void ecc_neon_dw_pixel(const int8_t *const *ptrs, int32_t T, int32_t in_c, const int8_t *w,
-                                       const int32_t *q, int8_t *out, const ecc_neon_out_t *o, const int pair)
+                                       const int32_t *q, int8_t *out, const ecc_neon_out_t *o, const int mode)
 {
     int32_t c0 = 0, t;
     for (; c0 + 16 <= in_c; c0 += 16, w += 16 * T, q += 64) {
         int32x4_t a0 = vld1q_s32(q), a1 = vld1q_s32(q + 16), a2 = vld1q_s32(q + 32), a3 = vld1q_s32(q + 48);
         t = 0;
-        if (pair) {
+        if (mode & ECC_NEON_PAIR) {
 #pragma GCC unroll 8
             for (; t + 2 <= T; t += 2) {
                 const int8x16_t x0 = vld1q_s8(ptrs[t] + c0), x1 = vld1q_s8(ptrs[t + 1] + c0);
@@ -70,14 +70,15 @@ ECC_NEON_INLINE void ecc_neon_dw_pixel(const int8_t *const *ptrs, int32_t T, int
         {
             const int32x4x4_t q0 = vld1q_s32_x4(q), q1 = vld1q_s32_x4(q + 16), q2 = vld1q_s32_x4(q + 32),
                               q3 = vld1q_s32_x4(q + 48);
-            vst1q_s8(out + c0, ecc_neon_out16(ecc_neon_rq(a0, q0), ecc_neon_rq(a1, q1), ecc_neon_rq(a2, q2),
-                                              ecc_neon_rq(a3, q3), o->off, o->lo, o->hi));
+            vst1q_s8(out + c0, ecc_neon_out16(ecc_neon_rq(a0, q0, mode), ecc_neon_rq(a1, q1, mode),
+                                              ecc_neon_rq(a2, q2, mode), ecc_neon_rq(a3, q3, mode), o->off, o->lo,
+                                              o->hi));
         }
     }
     if (c0 < in_c) { /* a last block of 8 */
         int32x4_t a0 = vld1q_s32(q), a1 = vld1q_s32(q + 16);
         t = 0;
-        if (pair) {
+        if (mode & ECC_NEON_PAIR) {
 #pragma GCC unroll 8
             for (; t + 2 <= T; t += 2) {
                 ECC_NEON_DW8_PAIR(vld1_s8(ptrs[t] + c0), vld1_s8(w + 8 * t), vld1_s8(ptrs[t + 1] + c0),
@@ -88,7 +89,8 @@ ECC_NEON_INLINE void ecc_neon_dw_pixel(const int8_t *const *ptrs, int32_t T, int
         for (; t < T; ++t) {
             ECC_NEON_DW8_ONE(vld1_s8(ptrs[t] + c0), vld1_s8(w + 8 * t));
         }
-        vst1_s8(out + c0, ecc_neon_out8(ecc_neon_rq(a0, vld1q_s32_x4(q)), ecc_neon_rq(a1, vld1q_s32_x4(q + 16)),
+        vst1_s8(out + c0, ecc_neon_out8(ecc_neon_rq(a0, vld1q_s32_x4(q), mode),
+                                        ecc_neon_rq(a1, vld1q_s32_x4(q + 16), mode),
                                         o->off, o->lo, o->hi));
     }
 }

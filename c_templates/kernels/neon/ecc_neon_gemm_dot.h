@@ -44,7 +44,7 @@ ECC_NEON_INLINE int8x8_t ecc_neon_ld4x2(const int8_t *p)
 
 ECC_NEON_INLINE ECC_NEON_DOT const int8_t *ecc_neon_dot_tile(
     const int8_t *const *rows, int32_t K, const int8_t *w, const int32_t *q, int8_t *out, int32_t out_stride,
-    int32_t m, int32_t n, const ecc_neon_out_t *o, const int NQ)
+    int32_t m, int32_t n, const ecc_neon_out_t *o, const int NQ, const int mode)
 {
     int32x4_t a0[4], a1[4], a2[4], a3[4];
     const int8_t *r0 = rows[0], *r1 = rows[1], *r2 = rows[2], *r3 = rows[3];
@@ -74,10 +74,10 @@ ECC_NEON_INLINE ECC_NEON_DOT const int8_t *ecc_neon_dot_tile(
 #pragma GCC unroll 4
     for (c = 0; c < NQ; ++c) {
         const int32x4x4_t qv = vld1q_s32_x4(q + 16 * c);
-        a0[c] = ecc_neon_rq(a0[c], qv);
-        a1[c] = ecc_neon_rq(a1[c], qv);
-        a2[c] = ecc_neon_rq(a2[c], qv);
-        a3[c] = ecc_neon_rq(a3[c], qv);
+        a0[c] = ecc_neon_rq(a0[c], qv, mode);
+        a1[c] = ecc_neon_rq(a1[c], qv, mode);
+        a2[c] = ecc_neon_rq(a2[c], qv, mode);
+        a3[c] = ecc_neon_rq(a3[c], qv, mode);
     }
     ecc_neon_store_tile(a0, NQ, out, n, o);
     if (m > 1) {
@@ -95,19 +95,19 @@ ECC_NEON_INLINE ECC_NEON_DOT const int8_t *ecc_neon_dot_tile(
 /* All output channels of up to 4 rows (SDOT): tiles of 16, then one of 8, then of 4 channels. */
 ECC_NEON_INLINE ECC_NEON_DOT void ecc_neon_dot_gemm(const int8_t *const *rows, int32_t K, const int8_t *w,
                                                     const int32_t *q, int32_t out_c, int8_t *out, int32_t out_stride,
-                                                    int32_t m, const ecc_neon_out_t *o)
+                                                    int32_t m, const ecc_neon_out_t *o, const int mode)
 {
     int32_t oc = 0;
     for (; oc + 16 <= out_c; oc += 16, q += 64) {
-        w = ecc_neon_dot_tile(rows, K, w, q, out + oc, out_stride, m, 16, o, 4);
+        w = ecc_neon_dot_tile(rows, K, w, q, out + oc, out_stride, m, 16, o, 4, mode);
     }
     if (out_c - oc >= 8) {
-        w = ecc_neon_dot_tile(rows, K, w, q, out + oc, out_stride, m, 8, o, 2);
+        w = ecc_neon_dot_tile(rows, K, w, q, out + oc, out_stride, m, 8, o, 2, mode);
         oc += 8;
         q += 32;
     }
     for (; oc < out_c; oc += 4, q += 16) {
-        w = ecc_neon_dot_tile(rows, K, w, q, out + oc, out_stride, m, out_c - oc < 4 ? out_c - oc : 4, o, 1);
+        w = ecc_neon_dot_tile(rows, K, w, q, out + oc, out_stride, m, out_c - oc < 4 ? out_c - oc : 4, o, 1, mode);
     }
 }
 

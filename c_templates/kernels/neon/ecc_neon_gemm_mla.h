@@ -10,7 +10,7 @@
 /* Armv8.0 tile: 4 rows x 4 channels, 16 k per step (SMULL + SMLAL2 or two SMULL, then SADALP). */
 #define ECC_NEON_MLA16(ACC, X, W)                                                             \
     do {                                                                                      \
-        if (pair) {                                                                           \
+        if (mode & ECC_NEON_PAIR) {                                                                           \
             ACC = vpadalq_s16(ACC, vmlal_high_s8(vmull_s8(vget_low_s8(X), vget_low_s8(W)), X, W)); \
         } else {                                                                              \
             ACC = vpadalq_s16(ACC, vmull_s8(vget_low_s8(X), vget_low_s8(W)));                 \
@@ -39,7 +39,7 @@
 
 ECC_NEON_INLINE const int8_t *ecc_neon_mla_tile(const int8_t *const *rows, int32_t K, const int8_t *w,
                                                 const int32_t *q, int8_t *out, int32_t out_stride, int32_t m,
-                                                int32_t n, const ecc_neon_out_t *o, const int pair)
+                                                int32_t n, const ecc_neon_out_t *o, const int mode)
 {
     int32x4_t a0[4], a1[4], a2[4], a3[4], s0, s1, s2, s3;
     const int8_t *r0 = rows[0], *r1 = rows[1], *r2 = rows[2], *r3 = rows[3];
@@ -67,10 +67,10 @@ ECC_NEON_INLINE const int8_t *ecc_neon_mla_tile(const int8_t *const *rows, int32
         w += 32;
     }
     qv = vld1q_s32_x4(q);
-    s0 = ecc_neon_rq(vaddq_s32(ECC_NEON_HSUM4(a0), qv.val[0]), qv);
-    s1 = ecc_neon_rq(vaddq_s32(ECC_NEON_HSUM4(a1), qv.val[0]), qv);
-    s2 = ecc_neon_rq(vaddq_s32(ECC_NEON_HSUM4(a2), qv.val[0]), qv);
-    s3 = ecc_neon_rq(vaddq_s32(ECC_NEON_HSUM4(a3), qv.val[0]), qv);
+    s0 = ecc_neon_rq(vaddq_s32(ECC_NEON_HSUM4(a0), qv.val[0]), qv, mode);
+    s1 = ecc_neon_rq(vaddq_s32(ECC_NEON_HSUM4(a1), qv.val[0]), qv, mode);
+    s2 = ecc_neon_rq(vaddq_s32(ECC_NEON_HSUM4(a2), qv.val[0]), qv, mode);
+    s3 = ecc_neon_rq(vaddq_s32(ECC_NEON_HSUM4(a3), qv.val[0]), qv, mode);
     {
         const int8x8_t v01 = ecc_neon_out8(s0, s1, o->off, o->lo, o->hi);
         const int8x8_t v23 = ecc_neon_out8(s2, s3, o->off, o->lo, o->hi);
@@ -91,11 +91,11 @@ ECC_NEON_INLINE const int8_t *ecc_neon_mla_tile(const int8_t *const *rows, int32
 /* All output channels of up to 4 rows (Armv8.0), in tiles of 4 channels. */
 ECC_NEON_INLINE void ecc_neon_mla_gemm(const int8_t *const *rows, int32_t K, const int8_t *w, const int32_t *q,
                                        int32_t out_c, int8_t *out, int32_t out_stride, int32_t m,
-                                       const ecc_neon_out_t *o, const int pair)
+                                       const ecc_neon_out_t *o, const int mode)
 {
     int32_t oc;
     for (oc = 0; oc < out_c; oc += 4, q += 16) {
-        w = ecc_neon_mla_tile(rows, K, w, q, out + oc, out_stride, m, out_c - oc < 4 ? out_c - oc : 4, o, pair);
+        w = ecc_neon_mla_tile(rows, K, w, q, out + oc, out_stride, m, out_c - oc < 4 ? out_c - oc : 4, o, mode);
     }
 }
 

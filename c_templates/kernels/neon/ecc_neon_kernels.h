@@ -12,7 +12,8 @@
  *   `_dot` and of 8 otherwise);
  * - depthwise kernels (depth multiplier 1, in_c % 8 == 0): weights re-packed per block of 16
  *   channels (8 for a last block), taps in order;
- * - Armv8.0 GEMM and depthwise kernels have a `_nopair` twin for weights holding -128 (BL-04).
+ * - Armv8.0 GEMM and depthwise kernels have a `_nopair` twin for weights pairing two -128 in an int16
+ *   lane (BL-04).
  * add, avg_pool2d and max_pool2d take the portable arguments.
  * Argument order as everywhere: scratch, params, quant, input dims, input, weight dims, weights,
  * bias (qparams), output dims, output. Scratch sizes: toolchain/isa/neon.py.
@@ -191,5 +192,31 @@ int ecc_neon_minimum_s8(int8_t *scratch,
 
 /* lut: the portable arguments (a 256-entry int8 table; neon/lut_s8.c.j2) */
 int ecc_neon_lut_s8(int8_t *scratch, const int8_t *table, int32_t size, const int8_t *input, int8_t *output);
+
+/* rounding: onnx twins of the kernels with a requantization epilogue or a rounding division:
+ * `<name>_onnx`, the same arguments, the same source (c_templates/kernels/neon/ecc_neon_requant.h,
+ * ecc_neon_mbqm_rne), a `qparams` blob from qblob(onnx=True) (toolchain/isa/neon_packing.py). */
+#define ECC_NEON_ONNX_TWIN(f) __typeof__(f) f##_onnx
+ECC_NEON_ONNX_TWIN(ecc_neon_conv2d_dot_s8);
+ECC_NEON_ONNX_TWIN(ecc_neon_conv2d_s8);
+ECC_NEON_ONNX_TWIN(ecc_neon_conv2d_nopair_s8);
+ECC_NEON_ONNX_TWIN(ecc_neon_conv2d_1x1_dot_s8);
+ECC_NEON_ONNX_TWIN(ecc_neon_conv2d_1x1_s8);
+ECC_NEON_ONNX_TWIN(ecc_neon_conv2d_1x1_nopair_s8);
+ECC_NEON_ONNX_TWIN(ecc_neon_conv2d_1x1_sparse_dot_s8);
+ECC_NEON_ONNX_TWIN(ecc_neon_conv2d_1x1_sparse_s8);
+ECC_NEON_ONNX_TWIN(ecc_neon_conv2d_1x1_sparse_nopair_s8);
+ECC_NEON_ONNX_TWIN(ecc_neon_depthwise_conv2d_s8);
+ECC_NEON_ONNX_TWIN(ecc_neon_depthwise_conv2d_nopair_s8);
+ECC_NEON_ONNX_TWIN(ecc_neon_depthwise_conv2d_3x3_s8);
+ECC_NEON_ONNX_TWIN(ecc_neon_depthwise_conv2d_3x3_nopair_s8);
+ECC_NEON_ONNX_TWIN(ecc_neon_fully_connected_dot_s8);
+ECC_NEON_ONNX_TWIN(ecc_neon_fully_connected_s8);
+ECC_NEON_ONNX_TWIN(ecc_neon_fully_connected_nopair_s8);
+ECC_NEON_ONNX_TWIN(ecc_neon_conv2d_chwn_s8);
+ECC_NEON_ONNX_TWIN(ecc_neon_depthwise_conv2d_chwn_s8);
+ECC_NEON_ONNX_TWIN(ecc_neon_avg_pool2d_s8);
+ECC_NEON_ONNX_TWIN(ecc_neon_avg_pool2d_chwn_s8);
+ECC_NEON_ONNX_TWIN(ecc_neon_add_s8);
 
 #endif /* ECC_NEON_KERNELS_H */

@@ -1,5 +1,6 @@
 /* edgecc NEON helpers: the output stage: TFLite's MultiplyByQuantizedMultiplier on four
- * lanes, output offset, clamp, int8 stores.
+ * lanes (rounding: tflm) or the product rounded once, ties to even (rounding: onnx), output offset,
+ * clamp, int8 stores.
  * Part of ecc_neon.h, where the conventions are documented. */
 #ifndef ECC_NEON_REQUANT_H
 #define ECC_NEON_REQUANT_H
@@ -19,11 +20,93 @@ ECC_NEON_INLINE int32x4_t ecc_neon_mbqm(int32x4_t x, int32x4_t mult, int32x4_t l
     return vrshlq_s32(x, rsh);
 }
 
-/* ecc_neon_mbqm of four accumulators (the bias already in them) with one channel quad q of the
- * requantization blob {bias', mult, lsh, rsh}. */
-ECC_NEON_INLINE int32x4_t ecc_neon_rq(int32x4_t acc, int32x4x4_t q)
+/* rounding: onnx. x * mult * 2^(shift - 31) rounded once, ties to even, per lane: equal to the portable
+ * ecc_multiply_by_quantized_multiplier_rne for shift in [-31, 30] and mult 0 or >= 2^17 where
+ * shift >= -7 (toolchain/isa/neon_packing.py requant_ok). The lanes hold, prepared offline (qblob):
+ *   nmult = -mult; lsh = shift + 8 and s = 8 when shift >= -7, else lsh = 0 and s = -shift (so s >= 8 and
+ *   t = 31 + s = 31 - shift + lsh); lshb = lsh | 2^s; rsh = -s.
+ * Why it is exact. SQSHL reads the low byte of lshb only (= lsh; 2^s >= 2^8 lies above it). Let
+ * x' = x 2^lsh (saturated) and q = x' nmult = -(the real product p, scaled by 2^lsh); h = SQDMULH(x',
+ * nmult) = floor(q / 2^31) (no saturation: nmult > INT32_MIN), r = q mod 2^31 = the low 31 bits of
+ * MUL(x', nmult). For t = 31 + s, RNE(q / 2^t) = floor((q + 2^(t-1) - 1 + q_t) / 2^t) with q_t = bit t
+ * of q = bit s of h; as t - 1 >= 31 this is floor((h - c + 2^(s-1)) / 2^s) with c = [r == 0 && bit s of h
+ * == 0] (the fraction r / 2^31 never carries). c may also demand any bits of h below s - 1 to be zero
+ * (those of lsh in lshb): h - 1 and h round alike unless h mod 2^s == 2^(s-1). With n = -1 unless c
+ * (two CMTST and an ORR), h - c = h - 1 - n, and floor((v - 1 + 2^(s-1)) / 2^s) = -SRSHL(-v, -s), so
+ * SRSHL(n - h, rsh) = -RNE(q / 2^t) = RNE(p 2^lsh / 2^t) (ties to even are symmetric): the multiplier's
+ * sign flip stands for the final negation. n - h fits int32 (h > INT32_MIN). A saturated x' (only when
+ * lsh > 0, |x| >= 2^(23 - shift)) gives |result| >= mult / 2^8 - 1 >= 511, as does the exact one, with
+ * the same sign: both clamp to the same int8 bound in the output stage. */
+ECC_NEON_INLINE int32x4_t ecc_neon_mbqm_rne(int32x4_t x, int32x4_t nmult, int32x4_t lshb, int32x4_t rsh)
 {
-    return ecc_neon_mbqm(acc, q.val[1], q.val[2], q.val[3]);
+    const int32x4_t xs = vqshlq_s32(x, lshb);
+    const int32x4_t h = vqdmulhq_s32(xs, nmult);
+    const uint32x4_t n = vorrq_u32(vtstq_s32(h, lshb), vtstq_s32(vmulq_s32(xs, nmult), vdupq_n_s32(INT32_MAX)));
+    return vrshlq_s32(vsubq_s32(vreinterpretq_s32_u32(n), h), rsh);
+}
+
+/* Requantization of four accumulators (the bias already in them) with the lanes {mult, lsh, rsh} of
+ * the blob {bias', mult, lsh, rsh}: ecc_neon_mbqm, or under ECC_NEON_RNE in `mode` ecc_neon_mbqm_rne
+ * (blob {bias', -mult, lsh | 2^s, -s}). */
+ECC_NEON_INLINE int32x4_t ecc_neon_rq3(int32x4_t acc, int32x4_t mult, int32x4_t lsh, int32x4_t rsh, const int mode)
+{
+    if ((mode & ECC_NEON_RNE) && (mode & ECC_NEON_TIES)) {
+        return ecc_neon_mbqm_rne(acc, mult, lsh, rsh);
+    }
+    if (mode & ECC_NEON_RNE) { /* ecc_neon_mbqm_rne with n = -1: exact unless an unclamped tie, see below */
+        return vrshlq_s32(vmvnq_s32(vqdmulhq_s32(vqshlq_s32(acc, lsh), mult)), rsh);
+    }
+    return ecc_neon_mbqm(acc, mult, lsh, rsh);
+}
+
+/* Whether a layer's rounding: onnx blob may requantize an exact tie that the int8 clamp keeps, from its
+ * first rsh lane (rsh0): -s when it may, else (-s) & 0xFF (SRSHL reads the low byte only: the same
+ * shift). Dropping the tie test (n = -1 in ecc_neon_mbqm_rne) changes a result only at an exact tie
+ * with an even floor. A tie needs x' mult = 0 mod 2^(30 + s), i.e. x a multiple of 2^(30 + s - lsh - z)
+ * for mult = odd 2^z: so x != 0 and |x mult 2^(shift - 31)| >= odd / 2 (s - lsh + shift = 0). Offline
+ * (neon_packing.rq_lanes) the flag is clear only if every multiplier is 0 or has odd >= 2^10: each tie
+ * then lies at |result| >= 512, clamped alike. Calibrated multipliers (QuantizeMultiplier of a float
+ * ratio) have odd parts near 2^30, so almost every layer takes the 4-instruction form. */
+ECC_NEON_INLINE int ecc_neon_ties(const int32_t *rsh0)
+{
+    return *rsh0 < 0;
+}
+
+/* The rounding: onnx lanes {-mult, lsh | 2^s, rsh} of one multiplier and shift in [-31, 30], as
+ * toolchain/isa/neon_packing.py rq_lanes makes them offline (for kernels taking scalar parameters);
+ * returns ecc_neon_ties' flag: whether the multiplier may requantize an unclamped exact tie. */
+ECC_NEON_INLINE int ecc_neon_rne_lanes(int32_t mult, int32_t shift, int32x4_t *lanes)
+{
+    const int32_t lsh = shift + 8 > 0 ? shift + 8 : 0; /* RNE_PRESHIFT */
+    const int32_t s = lsh - shift;
+    const uint32_t odd = mult > 0 ? (uint32_t)mult >> __builtin_ctz((uint32_t)mult) : 1024u;
+    lanes[0] = vdupq_n_s32(-mult);
+    lanes[1] = vdupq_n_s32((int32_t)((uint32_t)lsh | (1u << s)));
+    lanes[2] = vdupq_n_s32(-s);
+    return odd < 1024u; /* RNE_TIE_ODD */
+}
+
+/* ecc_neon_rq3 with one quad of the blob (the CHWN kernels broadcast one channel's lanes instead) */
+ECC_NEON_INLINE int32x4_t ecc_neon_rq(int32x4_t acc, int32x4x4_t q, const int mode)
+{
+    return ecc_neon_rq3(acc, q.val[1], q.val[2], q.val[3], mode);
+}
+
+/* Average pooling's rounding division (neon/avg_pool2d*): (acc + (acc > 0 ? half : -half)) / count,
+ * C's truncating division, as a float32 division truncated (exact below 2^24) */
+ECC_NEON_INLINE int32x4_t ecc_neon_avg_div(int32x4_t acc, int32x4_t half, float32x4_t count)
+{
+    const int32x4_t num = vaddq_s32(acc, vbslq_s32(vcgtzq_s32(acc), half, vnegq_s32(half)));
+    return vcvtq_s32_f32(vdivq_f32(vcvtq_f32_s32(num), count));
+}
+
+/* rounding: onnx: (acc - zc) / count rounded to nearest, ties to even (zc = the zero point times count;
+ * the zero point comes back as the output offset). Exact: |acc - zc| <= 255 count < 2^24 converts
+ * exactly, the float32 quotient q (|q| <= 255) is off by at most 2^-17 while a quotient that is no tie
+ * lies at least 1 / (2 count) > 2^-17 from one (count <= 32768), so FCVTNS rounds it as the real one. */
+ECC_NEON_INLINE int32x4_t ecc_neon_avg_div_rne(int32x4_t acc, int32x4_t zc, float32x4_t count)
+{
+    return vcvtnq_s32_f32(vdivq_f32(vcvtq_f32_s32(vsubq_s32(acc, zc)), count));
 }
 
 /* The output stage of 16 requantized values: + output offset, clamp, int8. Saturating to int16
