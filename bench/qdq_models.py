@@ -7,8 +7,9 @@ same network quantized by our own PTQ on the same board.
 
 Per (file, board):
 - exactness: `ort_max_abs_diff_lsb` / `ort_exact_fraction` of report.json (the board's int8 outputs
-  against onnxruntime, ORT_DISABLE_ALL, on every output of every sample) and bit-exactness with our
-  interpreter;
+  against onnxruntime, ORT_DISABLE_ALL: QDQ as float simulation, on every output of every sample),
+  `ort_default_*` (against ORT's default session: its fused integer QLinear kernels) and
+  bit-exactness with our interpreter;
 - cost: exact instructions of sample 0 under QEMU (host: µs), and the kernels that ran;
 - the PTQ twin (Arm boards): the float network behind the QDQ file through our own PTQ, calibrated
   on the same samples, on the same board; the ratio QDQ / PTQ instructions (goal: at most 1.25).
@@ -148,6 +149,8 @@ def measure(name: str, board: str, kind: str, cfg: Path, work: Path, root: Path)
         v = rep["verification"]
         r["ort_max_abs_diff_lsb"] = v.get("ort_max_abs_diff_lsb")
         r["ort_exact_fraction"] = v.get("ort_exact_fraction")
+        r["ort_default_max_abs_diff_lsb"] = v.get("ort_default_max_abs_diff_lsb")
+        r["ort_default_exact_fraction"] = v.get("ort_default_exact_fraction")
         r["rounding"] = rep.get("rounding") or v.get("reference")
     else:
         r["error"] = next((ln for ln in job["stderr"].splitlines() if ln.startswith("edgecc: error:")),
@@ -161,8 +164,9 @@ def render(doc: dict) -> str:
           f"Measured {h['date_utc']}, edgecc {h['edgecc']['version']} at {h['edgecc']['git_commit'][:12]} "
           f"({h['edgecc']['measured']}), {h['parallel_jobs']} jobs in parallel. Re-run: "
           "`.venv/bin/python bench/qdq_models.py`. What each column counts: see the script's docstring.", "",
-          "ORT LSB: largest difference of the board's int8 outputs from onnxruntime (ORT_DISABLE_ALL) over every "
-          "output of every sample; exact: fraction of output values equal. Cost: instructions of sample 0 under "
+          "ORT LSB: largest difference of the board's int8 outputs from onnxruntime over every output of every "
+          "sample, float simulation (ORT_DISABLE_ALL) / default session (fused integer QLinear kernels); exact: "
+          "fraction of output values equal, same order. Cost: instructions of sample 0 under "
           "QEMU (host: µs). PTQ twin: the same float network through our own PTQ on the same board.", "",
           "| file | board | exit | ORT LSB | exact | bit-exact | cost QDQ | cost PTQ twin | QDQ / PTQ | kernels (QDQ) |",
           "|---|---|---:|---:|---:|---|---:|---:|---:|---|"]
@@ -172,8 +176,9 @@ def render(doc: dict) -> str:
         twin = ptq.get((r["model"], r["board"]), {})
         tcost = twin.get("total_instructions")
         ratio = cost / tcost if cost and tcost else None
-        md.append(f"| `{r['model']}` | {r['board']} | {r['exit_code']} | {fmt(r.get('ort_max_abs_diff_lsb'))} | "
-                  f"{fmt(r.get('ort_exact_fraction'), 4)} | {fmt(r.get('bit_exact'))} | {fmt(cost, 1)} | "
+        md.append(f"| `{r['model']}` | {r['board']} | {r['exit_code']} | {fmt(r.get('ort_max_abs_diff_lsb'))} / "
+                  f"{fmt(r.get('ort_default_max_abs_diff_lsb'))} | {fmt(r.get('ort_exact_fraction'), 4)} / "
+                  f"{fmt(r.get('ort_default_exact_fraction'), 4)} | {fmt(r.get('bit_exact'))} | {fmt(cost, 1)} | "
                   f"{fmt(tcost)} | {fmt(ratio)} | {', '.join(r.get('kernels') or []) or r.get('error', '')[:80]} |")
     return "\n".join(md) + "\n"
 

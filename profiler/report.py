@@ -268,6 +268,8 @@ def summary_lines(report: dict[str, Any]) -> list[str]:
         lines += verification_lines(v)
         if "tflm_bit_exact" in v:  # .tflite models: TFLM on the same samples
             lines.append(_tflm_line(v))
+        if v.get("ort_max_abs_diff_lsb") is not None:  # quantized ONNX models: onnxruntime on the same samples
+            lines.append(ort_line(v))
     if worst := worst_line(report):
         lines.append(worst)
     lines += kernel_reason_lines(report)
@@ -307,6 +309,16 @@ def flash_line(report: dict[str, Any]) -> str:
     return (f"flash overhead {report['flash_overhead_bytes']:,} B over the model's weights {report['weights_bytes']:,} B "
             f"({FLASH_DEFINITION}); weights section by content (B): {parts}"
             + (f"; not stored: {skipped:,} B of constant output channels" if skipped else ""))
+
+
+def ort_line(v: dict[str, Any]) -> str:
+    """One line on the onnxruntime comparison of a quantized ONNX run: float simulation and default session."""
+    line = (f"onnxruntime (QDQ as float simulation): max {v['ort_max_abs_diff_lsb']} LSB, "
+            f"{v['ort_exact_fraction']:.2%} of output values equal")
+    if v.get("ort_default_max_abs_diff_lsb") is not None:
+        line += (f"; default session (its integer QLinear kernels): max {v['ort_default_max_abs_diff_lsb']} LSB, "
+                 f"{v['ort_default_exact_fraction']:.2%} equal")
+    return line
 
 
 def _tflm_line(v: dict[str, Any]) -> str:

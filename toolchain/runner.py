@@ -164,7 +164,8 @@ def memory_section(build: Build, stack: tuple[int, int] | None = None) -> dict[s
 
 
 def _verification(build: Build, got: list[np.ndarray] | None, expected: list[np.ndarray],
-                  floats: list[np.ndarray], samples: int, data_name: str) -> dict[str, Any]:
+                  floats: list[np.ndarray], samples: int, data_name: str,
+                  ort_default: list[np.ndarray] | None = None) -> dict[str, Any]:
     g = build.graph_s8
     ref = REFERENCE_ONNX if graph_rounding(g) == "onnx" else REFERENCE
     if g.meta.get("rounding_why"):  # which rounding is in effect and why (the YAML, or the model's kind)
@@ -189,6 +190,9 @@ def _verification(build: Build, got: list[np.ndarray] | None, expected: list[np.
         v["float_reference"] = "onnxruntime (the quantized ONNX model, QDQ executed as float simulation)"
         grids = [g.t(o).quant for o in g.outputs]
         v["ort_max_abs_diff_lsb"], v["ort_exact_fraction"] = lsb_agreement(got or expected, floats, grids)
+        if ort_default is not None:  # ORT's default session: its fused integer QLinear kernels
+            v["ort_default_max_abs_diff_lsb"], v["ort_default_exact_fraction"] = lsb_agreement(
+                got or expected, ort_default, grids)
     # the whole-run figures are output 0's (`outputs` has every output's); index_agreement: over all
     # int32 index outputs (ARG_MAX), None without any
     v["top1_agreement"], v["sqnr_db"] = outputs[0]["top1_agreement"], outputs[0]["sqnr_db"]
@@ -243,6 +247,18 @@ def verification_data(cfg: Config, graph_f32: Graph, graph_s8: Graph) -> dict[st
     return load_data(data_path, graph_f32, cfg.preprocess, quantized=graph_s8)
 
 
+def _ort_default_session(build: Build, data: dict[str, np.ndarray], q: dict[str, np.ndarray]) -> list[np.ndarray] | None:
+    """A quantized ONNX model's outputs from onnxruntime with its default session options (fused
+    integer QLinear kernels), the second ORT figure; None for other models or when that session fails
+    (the float-simulation figure, whose failure is an error, stays)."""
+    if build.graph_f32.meta.get("format") != "onnx-qdq":
+        return None
+    try:
+        return run_onnxruntime(build.config.model, build.graph_s8, data, q, optimized=True)
+    except Exception:  # noqa: BLE001 - ORT raises its own types; the figure is then absent
+        return None
+
+
 def run_and_verify(build: Build, data: dict[str, np.ndarray] | None = None) -> Outcome:
     """Run the firmware on all verification samples `data` (from `verification_data`, read now if
     None; one run), verify, and build the report."""
@@ -263,6 +279,7 @@ def run_and_verify(build: Build, data: dict[str, np.ndarray] | None = None) -> O
         numerics = op_numerics(build.graph_f32, g, data, q, int8_envs=runs[:MAX_SAMPLES],  # per-op error vs float
                                anchors=_ort_anchors(build, data, q, min(samples, MAX_SAMPLES)))
         floats = float_reference(build, data, q)
+        ort_default = _ort_default_session(build, data, q)
         log = pending.result()
     # paths relative to fw/: the build folder is renamed to OUT once the run is over
     command = " ".join(log.command).replace(str(build.fw_dir.resolve()), ".")
@@ -303,7 +320,8 @@ def run_and_verify(build: Build, data: dict[str, np.ndarray] | None = None) -> O
         except ProfileError as e:
             status, fault = "fault", {"reason": f"profile: {e}", "op": e.op,
                                       "op_name": ops[e.op]["name"] if 0 <= e.op < len(ops) else None}
-    verification = _verification(build, got, expected, floats, samples, str(cfg.verify or cfg.calibration))
+    verification = _verification(build, got, expected, floats, samples, str(cfg.verify or cfg.calibration),
+                                 ort_default)
     verification["input_saturation"] = saturation
     if build.graph_f32.meta.get("format") == "tflite":  # TFLM on the same samples: where, not only whether
         verification.update(tflm_verification(g, Path(cfg.model), q, got))

@@ -1,7 +1,10 @@
 """onnxruntime as the outside reference of a quantized ONNX model.
 
 ORT (graph optimisations off) executes QDQ as float simulation: float ops between
-DequantizeLinear and QuantizeLinear (ties to even). Its outputs are put on our output's int8 grid
+DequantizeLinear and QuantizeLinear (ties to even). With its default session options it fuses
+DQ -> op -> Q into its integer QLinear kernels (QLinearConv, QLinearMatMul, ...), which round the
+accumulator once; the two can differ by several LSB on one model (a float32 sum landing on the other
+side of a tie, then compounding), so both are measured (`optimized`). Its outputs are put on our output's int8 grid
 the way its own QuantizeLinear would and compared with ours in LSB. Inputs are fed as the model
 declares them: float32 data as is, int8 / uint8 inputs as the integers our board got (uint8 + 128).
 Not here: our own verification (toolchain.runner compares the board with the numpy interpreter).
@@ -18,15 +21,19 @@ from toolchain.ops.fixed_point import quantize_real
 
 
 def run_onnxruntime(model: str | Path, graph: Graph, data_f32: Mapping[str, np.ndarray],
-                    data_s8: Mapping[str, np.ndarray]) -> list[np.ndarray]:
+                    data_s8: Mapping[str, np.ndarray], optimized: bool = False) -> list[np.ndarray]:
     """ORT outputs of the quantized model per graph output, float32 [S, *shape]: float outputs as
     ORT gives them, int8 / uint8 outputs dequantized with the grid of our matching output.
-    `graph`: our int8 graph of the model (inputs, outputs and meta of load_qdq)."""
+    `graph`: our int8 graph of the model (inputs, outputs and meta of load_qdq). optimized: ORT's
+    default session options (graph optimisations on: its fused integer QLinear kernels), else
+    ORT_DISABLE_ALL (QDQ as float simulation)."""
     import onnxruntime as ort
 
     types = graph.meta["onnx_io_types"]
     opts = ort.SessionOptions()
-    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    opts.log_severity_level = 3  # errors only: ORT warns about every unused initializer of exported files
+    if not optimized:
+        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     sess = ort.InferenceSession(str(model), opts, providers=["CPUExecutionProvider"])
     n = len(next(iter(data_f32.values())))
     feeds = {}
