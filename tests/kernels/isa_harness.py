@@ -52,13 +52,25 @@ def headers(isa: str, prototypes: Path) -> tuple[Path, ...]:
 
 
 def prototypes(path: Path, isa: str, keep: Callable[[str], bool] = lambda name: True) -> dict[str, list[str]]:
-    """function name -> C parameter types of every `ecc_<isa>_*` prototype in `path` that `keep`s."""
-    text = re.sub(r"/\*.*?\*/", "", path.read_text(), flags=re.S)
-    protos = {}
-    for name, params in re.findall(rf"int (ecc_{isa}_\w+)\(([^;]*)\);", text):
-        if keep(name):
-            protos[name] = [re.sub(r"\s*\b\w+$", "", p.strip()) for p in params.split(",")]
-    return protos
+    """function name -> C parameter types of every `ecc_<isa>_*` entry point declared in `path` that
+    `keep`s, in header order. Declarations: `int name(params);`, a twin `__typeof__(other) name;`, and
+    a mode macro's entry points `MODES(kernel, (params));` after `#define MODES(kernel, params) int
+    ecc_<isa>_##kernel##<mode>_s8 params; ...` (one name per <mode> of the definition)."""
+    text = re.sub(r"/\*.*?\*/", "", path.read_text(), flags=re.S).replace("\\\n", " ")
+    modes = {m: re.findall(r"##kernel##(\w*?)_s8 params", body)
+             for m, body in re.findall(r"^#define (\w+)\(kernel, params\)(.*)$", text, flags=re.M)}
+    decl = re.compile(rf"^(?:int (ecc_{isa}_\w+)\(([^;]*)\)|__typeof__\((ecc_\w+)\) (ecc_{isa}_\w+)"
+                      rf"|(\w+)\((\w+), \(([^;]*)\)\));", re.M)
+    found: dict[str, list[str]] = {}
+    for name, params, twin_of, twin, macro, kernel, macro_params in decl.findall(text):
+        types = [re.sub(r"\s*\b\w+$", "", p.strip()) for p in (params or macro_params).split(",")]
+        if twin:
+            found[twin] = found[twin_of]
+        elif macro:
+            found.update({f"ecc_{isa}_{kernel}{mode}_s8": types for mode in modes[macro]})
+        else:
+            found[name] = types
+    return {name: types for name, types in found.items() if keep(name)}
 
 
 def case(name: str, function: str, args: list[CArg], tensors: dict[str, np.ndarray], output: str,

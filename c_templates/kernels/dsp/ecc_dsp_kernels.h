@@ -26,223 +26,51 @@
 
 #include <stdint.h>
 
-int ecc_dsp_conv2d_s8(int8_t *scratch,
+/* ECC_DSP_MODES(kernel, (parameters)): the six entry points ecc_dsp_<kernel>[_mode]_s8 of a kernel, one per
+ * requantization mode above, with one parameter list; a twin with the parameters of another entry point is
+ * declared with __typeof__ (tests/kernels/isa_harness.py reads the types from both forms) */
+#define ECC_DSP_MODES(kernel, params) \
+    int ecc_dsp_##kernel##_s8 params; int ecc_dsp_##kernel##_clamp_s8 params; int ecc_dsp_##kernel##_onnx_s8 params; \
+    int ecc_dsp_##kernel##_onnx_clamp_s8 params; int ecc_dsp_##kernel##_onnx_tie_s8 params; \
+    int ecc_dsp_##kernel##_relu_s8 params
+
+ECC_DSP_MODES(conv2d, (int8_t *scratch,
     int32_t stride_h, int32_t stride_w, int32_t pad_top, int32_t pad_left, int32_t dilation_h, int32_t dilation_w,
     int32_t input_zp, int32_t act_min, int32_t act_max,
     int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, const int8_t *input,
     int32_t k_h, int32_t k_w, int32_t groups, const int8_t *weights,
-    int32_t out_h, int32_t out_w, int32_t out_c, int8_t *output);
+    int32_t out_h, int32_t out_w, int32_t out_c, int8_t *output));
 
-int ecc_dsp_conv2d_clamp_s8(int8_t *scratch,
-    int32_t stride_h, int32_t stride_w, int32_t pad_top, int32_t pad_left, int32_t dilation_h, int32_t dilation_w,
-    int32_t input_zp, int32_t act_min, int32_t act_max,
-    int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, const int8_t *input,
-    int32_t k_h, int32_t k_w, int32_t groups, const int8_t *weights,
-    int32_t out_h, int32_t out_w, int32_t out_c, int8_t *output);
-
-int ecc_dsp_conv2d_onnx_s8(int8_t *scratch,
-    int32_t stride_h, int32_t stride_w, int32_t pad_top, int32_t pad_left, int32_t dilation_h, int32_t dilation_w,
-    int32_t input_zp, int32_t act_min, int32_t act_max,
-    int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, const int8_t *input,
-    int32_t k_h, int32_t k_w, int32_t groups, const int8_t *weights,
-    int32_t out_h, int32_t out_w, int32_t out_c, int8_t *output);
-
-int ecc_dsp_conv2d_onnx_clamp_s8(int8_t *scratch,
-    int32_t stride_h, int32_t stride_w, int32_t pad_top, int32_t pad_left, int32_t dilation_h, int32_t dilation_w,
-    int32_t input_zp, int32_t act_min, int32_t act_max,
-    int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, const int8_t *input,
-    int32_t k_h, int32_t k_w, int32_t groups, const int8_t *weights,
-    int32_t out_h, int32_t out_w, int32_t out_c, int8_t *output);
-
-int ecc_dsp_conv2d_onnx_tie_s8(int8_t *scratch,
-    int32_t stride_h, int32_t stride_w, int32_t pad_top, int32_t pad_left, int32_t dilation_h, int32_t dilation_w,
-    int32_t input_zp, int32_t act_min, int32_t act_max,
-    int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, const int8_t *input,
-    int32_t k_h, int32_t k_w, int32_t groups, const int8_t *weights,
-    int32_t out_h, int32_t out_w, int32_t out_c, int8_t *output);
-
-int ecc_dsp_conv2d_relu_s8(int8_t *scratch,
-    int32_t stride_h, int32_t stride_w, int32_t pad_top, int32_t pad_left, int32_t dilation_h, int32_t dilation_w,
-    int32_t input_zp, int32_t act_min, int32_t act_max,
-    int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, const int8_t *input,
-    int32_t k_h, int32_t k_w, int32_t groups, const int8_t *weights,
-    int32_t out_h, int32_t out_w, int32_t out_c, int8_t *output);
-
-int ecc_dsp_conv2d_1x1_s8(int8_t *scratch,
+ECC_DSP_MODES(conv2d_1x1, (int8_t *scratch,
     int32_t stride_h, int32_t stride_w,
     int32_t act_min, int32_t act_max,
     int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, const int8_t *input,
     int32_t groups, const int8_t *weights,
-    int32_t out_h, int32_t out_w, int32_t out_c, int8_t *output);
-
-int ecc_dsp_conv2d_1x1_clamp_s8(int8_t *scratch,
-    int32_t stride_h, int32_t stride_w,
-    int32_t act_min, int32_t act_max,
-    int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, const int8_t *input,
-    int32_t groups, const int8_t *weights,
-    int32_t out_h, int32_t out_w, int32_t out_c, int8_t *output);
-
-int ecc_dsp_conv2d_1x1_onnx_s8(int8_t *scratch,
-    int32_t stride_h, int32_t stride_w,
-    int32_t act_min, int32_t act_max,
-    int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, const int8_t *input,
-    int32_t groups, const int8_t *weights,
-    int32_t out_h, int32_t out_w, int32_t out_c, int8_t *output);
-
-int ecc_dsp_conv2d_1x1_onnx_clamp_s8(int8_t *scratch,
-    int32_t stride_h, int32_t stride_w,
-    int32_t act_min, int32_t act_max,
-    int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, const int8_t *input,
-    int32_t groups, const int8_t *weights,
-    int32_t out_h, int32_t out_w, int32_t out_c, int8_t *output);
-
-int ecc_dsp_conv2d_1x1_onnx_tie_s8(int8_t *scratch,
-    int32_t stride_h, int32_t stride_w,
-    int32_t act_min, int32_t act_max,
-    int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, const int8_t *input,
-    int32_t groups, const int8_t *weights,
-    int32_t out_h, int32_t out_w, int32_t out_c, int8_t *output);
-
-int ecc_dsp_conv2d_1x1_relu_s8(int8_t *scratch,
-    int32_t stride_h, int32_t stride_w,
-    int32_t act_min, int32_t act_max,
-    int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, const int8_t *input,
-    int32_t groups, const int8_t *weights,
-    int32_t out_h, int32_t out_w, int32_t out_c, int8_t *output);
+    int32_t out_h, int32_t out_w, int32_t out_c, int8_t *output));
 
 /* conv2d_1x1 of a layer with output channels proven constant: `live_c` (< out_c) live channels in
  * the blob after a constant row of out_c int8 (padded to 4); conv2d_1x1_sparse_s8.c.j2 */
-int ecc_dsp_conv2d_1x1_sparse_s8(int8_t *scratch,
+ECC_DSP_MODES(conv2d_1x1_sparse, (int8_t *scratch,
     int32_t stride_h, int32_t stride_w,
     int32_t act_min, int32_t act_max,
     int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, const int8_t *input,
     int32_t groups, int32_t live_c, const int8_t *weights,
-    int32_t out_h, int32_t out_w, int32_t out_c, int8_t *output);
+    int32_t out_h, int32_t out_w, int32_t out_c, int8_t *output));
 
-int ecc_dsp_conv2d_1x1_sparse_clamp_s8(int8_t *scratch,
-    int32_t stride_h, int32_t stride_w,
-    int32_t act_min, int32_t act_max,
-    int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, const int8_t *input,
-    int32_t groups, int32_t live_c, const int8_t *weights,
-    int32_t out_h, int32_t out_w, int32_t out_c, int8_t *output);
-
-int ecc_dsp_conv2d_1x1_sparse_onnx_s8(int8_t *scratch,
-    int32_t stride_h, int32_t stride_w,
-    int32_t act_min, int32_t act_max,
-    int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, const int8_t *input,
-    int32_t groups, int32_t live_c, const int8_t *weights,
-    int32_t out_h, int32_t out_w, int32_t out_c, int8_t *output);
-
-int ecc_dsp_conv2d_1x1_sparse_onnx_clamp_s8(int8_t *scratch,
-    int32_t stride_h, int32_t stride_w,
-    int32_t act_min, int32_t act_max,
-    int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, const int8_t *input,
-    int32_t groups, int32_t live_c, const int8_t *weights,
-    int32_t out_h, int32_t out_w, int32_t out_c, int8_t *output);
-
-int ecc_dsp_conv2d_1x1_sparse_onnx_tie_s8(int8_t *scratch,
-    int32_t stride_h, int32_t stride_w,
-    int32_t act_min, int32_t act_max,
-    int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, const int8_t *input,
-    int32_t groups, int32_t live_c, const int8_t *weights,
-    int32_t out_h, int32_t out_w, int32_t out_c, int8_t *output);
-
-int ecc_dsp_conv2d_1x1_sparse_relu_s8(int8_t *scratch,
-    int32_t stride_h, int32_t stride_w,
-    int32_t act_min, int32_t act_max,
-    int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, const int8_t *input,
-    int32_t groups, int32_t live_c, const int8_t *weights,
-    int32_t out_h, int32_t out_w, int32_t out_c, int8_t *output);
-
-int ecc_dsp_depthwise_conv2d_s8(int8_t *scratch,
+ECC_DSP_MODES(depthwise_conv2d, (int8_t *scratch,
     int32_t stride_h, int32_t stride_w, int32_t pad_top, int32_t pad_left, int32_t dilation_h, int32_t dilation_w,
     int32_t depth_multiplier, int32_t input_zp, int32_t out_k, int32_t act_min, int32_t act_max,
     const int32_t *mult, const int8_t *shift,
     int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, const int8_t *input,
     int32_t k_h, int32_t k_w, const int8_t *weights, const int32_t *bias,
-    int32_t out_h, int32_t out_w, int32_t out_c, int8_t *output);
+    int32_t out_h, int32_t out_w, int32_t out_c, int8_t *output));
 
-int ecc_dsp_depthwise_conv2d_clamp_s8(int8_t *scratch,
-    int32_t stride_h, int32_t stride_w, int32_t pad_top, int32_t pad_left, int32_t dilation_h, int32_t dilation_w,
-    int32_t depth_multiplier, int32_t input_zp, int32_t out_k, int32_t act_min, int32_t act_max,
-    const int32_t *mult, const int8_t *shift,
-    int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, const int8_t *input,
-    int32_t k_h, int32_t k_w, const int8_t *weights, const int32_t *bias,
-    int32_t out_h, int32_t out_w, int32_t out_c, int8_t *output);
-
-int ecc_dsp_depthwise_conv2d_onnx_s8(int8_t *scratch,
-    int32_t stride_h, int32_t stride_w, int32_t pad_top, int32_t pad_left, int32_t dilation_h, int32_t dilation_w,
-    int32_t depth_multiplier, int32_t input_zp, int32_t out_k, int32_t act_min, int32_t act_max,
-    const int32_t *mult, const int8_t *shift,
-    int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, const int8_t *input,
-    int32_t k_h, int32_t k_w, const int8_t *weights, const int32_t *bias,
-    int32_t out_h, int32_t out_w, int32_t out_c, int8_t *output);
-
-int ecc_dsp_depthwise_conv2d_onnx_clamp_s8(int8_t *scratch,
-    int32_t stride_h, int32_t stride_w, int32_t pad_top, int32_t pad_left, int32_t dilation_h, int32_t dilation_w,
-    int32_t depth_multiplier, int32_t input_zp, int32_t out_k, int32_t act_min, int32_t act_max,
-    const int32_t *mult, const int8_t *shift,
-    int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, const int8_t *input,
-    int32_t k_h, int32_t k_w, const int8_t *weights, const int32_t *bias,
-    int32_t out_h, int32_t out_w, int32_t out_c, int8_t *output);
-
-int ecc_dsp_depthwise_conv2d_onnx_tie_s8(int8_t *scratch,
-    int32_t stride_h, int32_t stride_w, int32_t pad_top, int32_t pad_left, int32_t dilation_h, int32_t dilation_w,
-    int32_t depth_multiplier, int32_t input_zp, int32_t out_k, int32_t act_min, int32_t act_max,
-    const int32_t *mult, const int8_t *shift,
-    int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, const int8_t *input,
-    int32_t k_h, int32_t k_w, const int8_t *weights, const int32_t *bias,
-    int32_t out_h, int32_t out_w, int32_t out_c, int8_t *output);
-
-int ecc_dsp_depthwise_conv2d_relu_s8(int8_t *scratch,
-    int32_t stride_h, int32_t stride_w, int32_t pad_top, int32_t pad_left, int32_t dilation_h, int32_t dilation_w,
-    int32_t depth_multiplier, int32_t input_zp, int32_t out_k, int32_t act_min, int32_t act_max,
-    const int32_t *mult, const int8_t *shift,
-    int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, const int8_t *input,
-    int32_t k_h, int32_t k_w, const int8_t *weights, const int32_t *bias,
-    int32_t out_h, int32_t out_w, int32_t out_c, int8_t *output);
-
-int ecc_dsp_depthwise_conv2d_3x3_s8(int8_t *scratch,
+ECC_DSP_MODES(depthwise_conv2d_3x3, (int8_t *scratch,
     int32_t stride_h, int32_t stride_w, int32_t pad_top, int32_t pad_left,
     int32_t input_zp, int32_t out_k, int32_t act_min, int32_t act_max, const int32_t *mult, const int8_t *shift,
     int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, const int8_t *input,
     const int8_t *weights, const int32_t *bias,
-    int32_t out_h, int32_t out_w, int32_t out_c, int8_t *output);
-
-int ecc_dsp_depthwise_conv2d_3x3_clamp_s8(int8_t *scratch,
-    int32_t stride_h, int32_t stride_w, int32_t pad_top, int32_t pad_left,
-    int32_t input_zp, int32_t out_k, int32_t act_min, int32_t act_max, const int32_t *mult, const int8_t *shift,
-    int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, const int8_t *input,
-    const int8_t *weights, const int32_t *bias,
-    int32_t out_h, int32_t out_w, int32_t out_c, int8_t *output);
-
-int ecc_dsp_depthwise_conv2d_3x3_onnx_s8(int8_t *scratch,
-    int32_t stride_h, int32_t stride_w, int32_t pad_top, int32_t pad_left,
-    int32_t input_zp, int32_t out_k, int32_t act_min, int32_t act_max, const int32_t *mult, const int8_t *shift,
-    int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, const int8_t *input,
-    const int8_t *weights, const int32_t *bias,
-    int32_t out_h, int32_t out_w, int32_t out_c, int8_t *output);
-
-int ecc_dsp_depthwise_conv2d_3x3_onnx_clamp_s8(int8_t *scratch,
-    int32_t stride_h, int32_t stride_w, int32_t pad_top, int32_t pad_left,
-    int32_t input_zp, int32_t out_k, int32_t act_min, int32_t act_max, const int32_t *mult, const int8_t *shift,
-    int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, const int8_t *input,
-    const int8_t *weights, const int32_t *bias,
-    int32_t out_h, int32_t out_w, int32_t out_c, int8_t *output);
-
-int ecc_dsp_depthwise_conv2d_3x3_onnx_tie_s8(int8_t *scratch,
-    int32_t stride_h, int32_t stride_w, int32_t pad_top, int32_t pad_left,
-    int32_t input_zp, int32_t out_k, int32_t act_min, int32_t act_max, const int32_t *mult, const int8_t *shift,
-    int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, const int8_t *input,
-    const int8_t *weights, const int32_t *bias,
-    int32_t out_h, int32_t out_w, int32_t out_c, int8_t *output);
-
-int ecc_dsp_depthwise_conv2d_3x3_relu_s8(int8_t *scratch,
-    int32_t stride_h, int32_t stride_w, int32_t pad_top, int32_t pad_left,
-    int32_t input_zp, int32_t out_k, int32_t act_min, int32_t act_max, const int32_t *mult, const int8_t *shift,
-    int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, const int8_t *input,
-    const int8_t *weights, const int32_t *bias,
-    int32_t out_h, int32_t out_w, int32_t out_c, int8_t *output);
+    int32_t out_h, int32_t out_w, int32_t out_c, int8_t *output));
 
 /* mode: ECC_DSP_RELU / FULL / CLAMP (one entry point, the mode branches once per four outputs);
  * weights: the quad-packed blob of fully_connected_s8.c.j2, `blocks` 8-k blocks per row */
@@ -251,40 +79,25 @@ int ecc_dsp_fully_connected_s8(int8_t *scratch,
     int32_t batches, int32_t in_depth, const int8_t *input,
     int32_t blocks, const int8_t *weights,
     int32_t out_depth, int8_t *output);
+__typeof__(ecc_dsp_fully_connected_s8) ecc_dsp_fully_connected_onnx_s8;
 
-int ecc_dsp_fully_connected_onnx_s8(int8_t *scratch,
-    int32_t out_k, int32_t act_min, int32_t act_max, int32_t mode,
-    int32_t batches, int32_t in_depth, const int8_t *input,
-    int32_t blocks, const int8_t *weights,
-    int32_t out_depth, int8_t *output);
-
-/* same arguments as ecc_add_s8; scratch: 2 KB (two tables of 256 int32) */
+/* same arguments as ecc_add_s8; scratch: 2 KB (two tables of 256 int32); _onnx: rounding onnx (the output
+ * stage of add_s8_onnx) */
 int ecc_dsp_add_s8(int8_t *scratch,
     int32_t input1_offset, int32_t input1_mult, int32_t input1_shift,
     int32_t input2_offset, int32_t input2_mult, int32_t input2_shift, int32_t left_shift,
     int32_t output_offset, int32_t output_mult, int32_t output_shift, int32_t act_min, int32_t act_max,
     int32_t size, const int8_t *input1, const int8_t *input2, int8_t *output);
+__typeof__(ecc_dsp_add_s8) ecc_dsp_add_onnx_s8;
 
-/* the same, rounding onnx (the output stage of add_s8_onnx) */
-int ecc_dsp_add_onnx_s8(int8_t *scratch,
-    int32_t input1_offset, int32_t input1_mult, int32_t input1_shift,
-    int32_t input2_offset, int32_t input2_mult, int32_t input2_shift, int32_t left_shift,
-    int32_t output_offset, int32_t output_mult, int32_t output_shift, int32_t act_min, int32_t act_max,
-    int32_t size, const int8_t *input1, const int8_t *input2, int8_t *output);
-
-/* same arguments as ecc_avg_pool2d_s8 (windows of at most 255 cells) and ecc_max_pool2d_s8 */
+/* same arguments as ecc_avg_pool2d_s8 (windows of at most 255 cells) and ecc_max_pool2d_s8; _onnx: rounding
+ * onnx (pad_value: the input zero point; avg_pool2d_s8_onnx) */
 int ecc_dsp_avg_pool2d_s8(int8_t *scratch,
     int32_t stride_h, int32_t stride_w, int32_t pad_top, int32_t pad_left, int32_t k_h, int32_t k_w,
     int32_t count_include_pad, int32_t pad_bottom, int32_t pad_right, int32_t pad_value, int32_t act_min, int32_t act_max,
     int32_t batches, int32_t in_h, int32_t in_w, int32_t channels, const int8_t *input,
     int32_t out_h, int32_t out_w, int8_t *output);
-
-/* the same, rounding onnx (pad_value: the input zero point; avg_pool2d_s8_onnx) */
-int ecc_dsp_avg_pool2d_onnx_s8(int8_t *scratch,
-    int32_t stride_h, int32_t stride_w, int32_t pad_top, int32_t pad_left, int32_t k_h, int32_t k_w,
-    int32_t count_include_pad, int32_t pad_bottom, int32_t pad_right, int32_t pad_value, int32_t act_min, int32_t act_max,
-    int32_t batches, int32_t in_h, int32_t in_w, int32_t channels, const int8_t *input,
-    int32_t out_h, int32_t out_w, int8_t *output);
+__typeof__(ecc_dsp_avg_pool2d_s8) ecc_dsp_avg_pool2d_onnx_s8;
 
 int ecc_dsp_max_pool2d_s8(int8_t *scratch,
     int32_t stride_h, int32_t stride_w, int32_t pad_top, int32_t pad_left, int32_t k_h, int32_t k_w,
@@ -293,47 +106,12 @@ int ecc_dsp_max_pool2d_s8(int8_t *scratch,
     int32_t out_h, int32_t out_w, int8_t *output);
 
 /* transpose_conv: one GEMM blob per stride phase (dsp/transpose_conv_s8.c.j2) */
-int ecc_dsp_transpose_conv_s8(int8_t *scratch,
+ECC_DSP_MODES(transpose_conv, (int8_t *scratch,
     int32_t stride_h, int32_t stride_w, int32_t pad_top, int32_t pad_left,
     int32_t input_zp, int32_t act_min, int32_t act_max,
     int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, const int8_t *input,
     int32_t k_h, int32_t k_w, const int8_t *weights,
-    int32_t out_h, int32_t out_w, int32_t out_c, int8_t *output);
-
-int ecc_dsp_transpose_conv_clamp_s8(int8_t *scratch,
-    int32_t stride_h, int32_t stride_w, int32_t pad_top, int32_t pad_left,
-    int32_t input_zp, int32_t act_min, int32_t act_max,
-    int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, const int8_t *input,
-    int32_t k_h, int32_t k_w, const int8_t *weights,
-    int32_t out_h, int32_t out_w, int32_t out_c, int8_t *output);
-
-int ecc_dsp_transpose_conv_onnx_s8(int8_t *scratch,
-    int32_t stride_h, int32_t stride_w, int32_t pad_top, int32_t pad_left,
-    int32_t input_zp, int32_t act_min, int32_t act_max,
-    int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, const int8_t *input,
-    int32_t k_h, int32_t k_w, const int8_t *weights,
-    int32_t out_h, int32_t out_w, int32_t out_c, int8_t *output);
-
-int ecc_dsp_transpose_conv_onnx_clamp_s8(int8_t *scratch,
-    int32_t stride_h, int32_t stride_w, int32_t pad_top, int32_t pad_left,
-    int32_t input_zp, int32_t act_min, int32_t act_max,
-    int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, const int8_t *input,
-    int32_t k_h, int32_t k_w, const int8_t *weights,
-    int32_t out_h, int32_t out_w, int32_t out_c, int8_t *output);
-
-int ecc_dsp_transpose_conv_onnx_tie_s8(int8_t *scratch,
-    int32_t stride_h, int32_t stride_w, int32_t pad_top, int32_t pad_left,
-    int32_t input_zp, int32_t act_min, int32_t act_max,
-    int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, const int8_t *input,
-    int32_t k_h, int32_t k_w, const int8_t *weights,
-    int32_t out_h, int32_t out_w, int32_t out_c, int8_t *output);
-
-int ecc_dsp_transpose_conv_relu_s8(int8_t *scratch,
-    int32_t stride_h, int32_t stride_w, int32_t pad_top, int32_t pad_left,
-    int32_t input_zp, int32_t act_min, int32_t act_max,
-    int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, const int8_t *input,
-    int32_t k_h, int32_t k_w, const int8_t *weights,
-    int32_t out_h, int32_t out_w, int32_t out_c, int8_t *output);
+    int32_t out_h, int32_t out_w, int32_t out_c, int8_t *output));
 
 /* maximum / minimum: the portable arguments, inputs on the output's qparams (dsp/maximum_minimum_s8.c.j2) */
 int ecc_dsp_maximum_s8(int8_t *scratch,
@@ -342,12 +120,6 @@ int ecc_dsp_maximum_s8(int8_t *scratch,
     int32_t d0, int32_t d1, int32_t d2, int32_t d3,
     int32_t sa0, int32_t sa1, int32_t sa2, int32_t sa3, int32_t sb0, int32_t sb1, int32_t sb2, int32_t sb3,
     const int8_t *input1, const int8_t *input2, int8_t *output);
-
-int ecc_dsp_minimum_s8(int8_t *scratch,
-    int32_t input1_offset, int32_t input1_m, int32_t input1_k,
-    int32_t input2_offset, int32_t input2_m, int32_t input2_k, int32_t output_offset,
-    int32_t d0, int32_t d1, int32_t d2, int32_t d3,
-    int32_t sa0, int32_t sa1, int32_t sa2, int32_t sa3, int32_t sb0, int32_t sb1, int32_t sb2, int32_t sb3,
-    const int8_t *input1, const int8_t *input2, int8_t *output);
+__typeof__(ecc_dsp_maximum_s8) ecc_dsp_minimum_s8;
 
 #endif /* ECC_DSP_KERNELS_H */
