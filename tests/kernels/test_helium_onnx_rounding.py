@@ -160,9 +160,10 @@ def test_variant_names_and_why_not():
         hel = [v for v in REGISTRY[kind].variants if v.isa == "helium"]
         assert {v.name.endswith(("_onnx", "_onnx_ties")) for v in hel} == {True, False}, kind
         assert all(v.why_not is not None for v in hel)
-    g = SimpleNamespace(meta={"rounding": "onnx"})  # graph_rounding reads graph.meta only
+    # graph_rounding reads graph.meta; the weights' quantization (no zero point) is asked first
+    g = SimpleNamespace(meta={"rounding": "onnx"}, t=lambda name: SimpleNamespace(quant=None))
     conv = next(v for v in REGISTRY[OpKind.CONV2D].variants if v.name == "helium_relu")
-    assert conv.why_not(None, g) == "the model's rounding is onnx, this kernel rounds as tflm"
+    assert conv.why_not(SimpleNamespace(inputs=["x", "w"]), g) == "the model's rounding is onnx, this kernel rounds as tflm"
 
 
 # ---- on the M55 ------------------------------------------------------------------------------------
