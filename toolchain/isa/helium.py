@@ -62,13 +62,13 @@ def helium_variant(op: str, variant: str = "", *, mode: str = "full", applies: C
     """The helium/<op>[_<variant>]_s8.c.j2 entry point for one requantization mode: function
     ecc_helium_<op>[_<variant>][_relu|_onnx|_onnx_ties]_s8, reported as kernel "helium[_<variant>][<same>]",
     applying only to graphs of its rounding (fixed_point.graph_rounding); why_not: the first reason
-    it does not apply (the graph's rounding, then the given why_not)."""
+    it does not apply (the given why_not; None under the other rounding, where the twin speaks)."""
     stem = f"{op}_{variant}" if variant else op
     tail, rounding = TAILS[mode], rounding_of(mode)
 
     def reason(n: Node, g: Graph) -> str | None:
         if rounding is not None and graph_rounding(g) != rounding:
-            return f"the model's rounding is {graph_rounding(g)}, this kernel rounds as {rounding}"
+            return None  # not a candidate under the model's rounding: its twin gives the reason (as dsp, neon)
         return why_not(n, g)
 
     return KernelVariant(f"helium{'_' + variant if variant else ''}{tail}", "helium", f"helium/{stem}_s8.c.j2",
