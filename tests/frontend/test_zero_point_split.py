@@ -1,6 +1,6 @@
 """quantize.zero_point_split: a layer whose weights keep a zero point (w - zw beyond int8 somewhere)
-runs its symmetric part through the ISA kernels and only the overflowing output channels through the
-portable kernel with filter_offset, put back by ScatterChannels: the same integers as the whole layer
+runs its symmetric part through the ISA kernels and only the overflowing output channels again, on the
+ISA kernels too (int8 halves of w - zw over the input taken twice), put back by ScatterChannels: the same integers as the whole layer
 on the portable kernel (interpreter, every value) and as onnxruntime, on host and on the M4 (DSP)."""
 from __future__ import annotations
 
@@ -60,15 +60,19 @@ def test_only_the_overflowing_channels_leave_the_fast_kernels(tmp_path: Path) ->
     scatters = [n for n in g.nodes if n.op == OpKind.SCATTER_CHANNELS]
     assert [s.attrs.channels for s in scatters] == [OVER["c1"], OVER["dw"], OVER["fc"]]
     assert [n.op for n in g.nodes if n.op == OpKind.GATHER] == [OpKind.GATHER]  # the depthwise layer's inputs
+    assert len([n for n in g.nodes if n.op == OpKind.CONCAT]) == 2  # conv and FC inputs taken twice
     kernels = select_kernels(g, ("dsp", "portable"))
     for s in scatters:
         main = next(n for n in g.nodes if n.outputs[0] == s.inputs[0])
         fix = next(n for n in g.nodes if n.outputs[0] == s.inputs[1])
         w = g.t(main.inputs[1])
         assert w.quant.zero_point[0] == 0 and int(np.abs(w.data).max()) <= 127
-        assert g.t(fix.inputs[1]).quant.zero_point[0] == 138 - 128 and kernels[fix.name].isa == "portable"
+        fw = g.t(fix.inputs[1])  # the halves: symmetric int8 over twice the input channels
+        depth = len(s.attrs.channels) if main.op == OpKind.DEPTHWISE_CONV2D else g.t(main.inputs[0]).shape[-1]
+        assert fw.quant.zero_point[0] == 0 and fw.shape[-1] == 2 * depth
+        assert fix.op == (OpKind.CONV2D if main.op == OpKind.DEPTHWISE_CONV2D else main.op)
         if main.op != OpKind.FULLY_CONNECTED:  # (the DSP FC kernel wants 4-multiple depths or so: not asserted)
-            assert kernels[main.name].isa == "dsp", main.name
+            assert kernels[main.name].isa == "dsp" and kernels[fix.name].isa == "dsp", main.name
     rng = np.random.default_rng(1)
     for _ in range(4):
         x = {"x": rng.uniform(-3.5, 4, (1, 8, 6, 6)).astype(np.float32)}
@@ -103,5 +107,5 @@ def test_split_layers_run_bit_exact_on_host_and_the_m4(tmp_path: Path, edgecc, n
         assert any(k.endswith("__scatter") for k in kernels)
         if b == "mps2-an386":
             fix = [k for k in kernels if k.endswith("__fix")]
-            assert len(fix) == 3 and all(kernels[k] == "portable_onnx" for k in fix)  # rounding onnx: the QDQ default
+            assert len(fix) == 3 and all(kernels[k].startswith("dsp") for k in fix), kernels  # the halves: ISA
             assert kernels[fix[0].removesuffix("__fix")].startswith("dsp")  # the conv runs the DSP kernel
