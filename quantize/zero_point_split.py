@@ -4,15 +4,18 @@ a handful of weights per tensor (MobileNetV2: 64 of 394,848), so
 
 - the layer runs as it is on symmetric int8 weights w - zw (clipped to [-127, 127]: exact in every
   output channel whose w - zw all lie there; the ISA kernels take them), and
-- the other output channels (those with a weight beyond [-127, 127]) run again, alone, on symmetric
-  int8 weights too: w - zw split into two int8 halves over the input taken twice
-  (quantize.zero_point_halves; a depthwise layer first gathers their input channels), and
-  ScatterChannels puts them back, in place. Where the halves do not fit int8 (w - zw = 255), those
-  channels run through the portable kernel with the zero point (filter_offset) instead.
+- a convolution or fully-connected layer then takes the overflowing parts of w - zw (beyond
+  [-128, 127]) as extra weights over a few input channels appended to its input
+  (quantize.zero_point_widen): still one node, on the ISA kernels;
+- a depthwise layer's other output channels (those with a weight beyond [-127, 127]) run again,
+  alone, on int8 halves of w - zw over their input channels gathered twice, a regular convolution
+  (quantize.zero_point_halves), and ScatterChannels puts them back, in place. Where these schemes do
+  not fit int8 (w - zw = 255), the layer's overflowing channels run through the portable kernel with
+  the zero point (filter_offset) instead, scattered back the same way.
 
 Every output value is then computed by the exact int32 arithmetic sum (x - zx)(w - zw) + bias.
-Conv2D (ungrouped), DepthwiseConv2D (multiplier 1) and FullyConnected; a layer whose every channel
-overflows stays whole. Not here: taking the weights as the model has them (quantize.given).
+Conv2D (ungrouped), DepthwiseConv2D (multiplier 1) and FullyConnected; a depthwise layer (or one
+with w - zw = 255) whose every channel overflows stays whole. Not here: taking the weights as the model has them (quantize.given).
 """
 from __future__ import annotations
 
@@ -21,6 +24,7 @@ from dataclasses import replace
 import numpy as np
 
 from quantize.zero_point_halves import halves_fix_nodes
+from quantize.zero_point_widen import widen_node
 from toolchain.ir import DType, Graph, Node, QuantParams, Tensor
 from toolchain.ir.graph import fresh_name
 from toolchain.ops.gather import GatherAttrs
@@ -79,6 +83,10 @@ def split_zero_point_channels(graph: Graph) -> Graph:
         w, axis = graph.t(wname), opdef(node).weight_out_axis
         v = w.data.astype(np.int16) - w.quant.zero_point[0]
         over = np.moveaxis((v < -127) | (v > 127), axis, 0).reshape(v.shape[axis], -1).any(axis=1)
+        wide = None if node.op.name == "DEPTHWISE_CONV2D" else widen_node(node, tensors, v)
+        if wide:  # conv / FC: one node on the input widened by a few channels (or none)
+            nodes.extend(wide)
+            continue
         if over.all():
             nodes.append(node)
             continue
@@ -101,7 +109,7 @@ def split_zero_point_channels(graph: Graph) -> Graph:
         fix_y = fresh_name(tensors, f"{y}__fix")
         yt = graph.t(y)
         tensors[fix_y] = replace(yt, name=fix_y, shape=(*yt.shape[:-1], len(idx)))
-        nodes.extend(halves_fix_nodes(node, tensors, v, idx, bias, fix_y)
+        nodes.extend((node.op.name == "DEPTHWISE_CONV2D" and halves_fix_nodes(node, tensors, v, idx, bias, fix_y))
                      or _offset_fix_nodes(node, graph, tensors, idx, bias, fix_y))
         nodes.append(replace(node, inputs=(x, sym.name, *node.inputs[2:]), outputs=(main_y,)))
         nodes.append(Node(f"{node.name}__scatter", OpKind.SCATTER_CHANNELS, (main_y, fix_y), (y,),

@@ -1,0 +1,72 @@
+"""quantize.zero_point_halves and zero_point_widen: v = w - zw split into int8 halves a + b, or into
+clip(v) + residual, exact over the whole range two int8 values can sum to (the U8U8 weights'
+[-255, 254]); a layer holding v = 255 (uint8 zero point 0, weight 255) keeps the portable
+filter_offset recomputation; both paths give onnxruntime's integers."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from _qdq_cases import ModelBuilder, import_int8, on_grid, ort_run, ours
+
+from quantize.zero_point_halves import halves
+from quantize.zero_point_split import split_zero_point_channels
+from quantize.zero_point_widen import residual_split
+from toolchain.ops.registry import OpKind
+
+pytest.importorskip("onnxruntime")
+
+
+def test_splits_are_exact_int8_over_the_two_int8_sums() -> None:
+    v = np.arange(-256, 255)
+    a, b = halves(v)
+    assert a.dtype == b.dtype == np.int8
+    assert np.array_equal(a.astype(np.int32) + b, v)
+    assert a.min() == -128 and b.min() == -128 and a.max() == 127 and b.max() == 127
+    assert halves(np.array([0, 255])) is None and halves(np.array([-257])) is None
+    c, r = residual_split(v)
+    assert np.array_equal(c.astype(np.int32) + r, v) and np.array_equal(c, np.clip(v, -128, 127))
+    assert residual_split(np.array([0, 255])) is None
+
+
+def _model(path: Path, peak: int) -> Path:
+    """x (uint8) -> Conv 3x3 (6 -> 5, pads 1) -> Conv 1x1 (5 -> 4) -> y, uint8 weights with zero point
+    0 (int8 -128 after the shift) in [0, 120] but for one weight of 200 in conv 1's channel 1 and one of
+    `peak` in conv 2's channel 3."""
+    rng = np.random.default_rng(3)
+    m = ModelBuilder(13)
+
+    def qdq(t, s, z, name):
+        return m.dq(m.q(t, s, z, f"{name}q", np.uint8), s, z, f"{name}d", np.uint8)
+
+    w1, w2 = rng.integers(0, 121, (5, 6, 3, 3)), rng.integers(0, 121, (4, 5, 1, 1))
+    w1[1, 2, 1, 1], w2[3, 4, 0, 0] = 200, peak
+    x = qdq(m.input("x", (1, 6, 5, 5)), 2.0 ** -5, 110, "x")
+    y = m.node("Conv", [x, m.dq(m.const("w1", w1, np.uint8), 2.0 ** -9, 0, "w1d", np.uint8)], "c1", pads=[1] * 4)
+    y = qdq(y, 2.0 ** -2, 20, "c1")
+    y = m.node("Conv", [y, m.dq(m.const("w2", w2, np.uint8), 2.0 ** -9, 0, "w2d", np.uint8)], "c2")
+    qdq(y, 2.0 ** -1, 30, "y")
+    m.output("yd")
+    return m.save(path)
+
+
+@pytest.mark.parametrize("peak", [254, 255])
+def test_halves_or_the_zero_point_kernel_equal_onnxruntime(tmp_path: Path, peak: int) -> None:
+    p = _model(tmp_path / "m.onnx", peak)
+    g0 = import_int8(p)
+    g = split_zero_point_channels(g0)
+    gathers = [n for n in g.nodes if n.op == OpKind.GATHER]
+    fix = [n for n in g.nodes if n.name.endswith("__fix")]
+    if peak == 254:  # both layers widened by one residual channel (6 and 5: depths the padding leaves alone)
+        assert [len(n.attrs.indices) for n in gathers] == [7, 6] and not fix
+    else:  # conv 2: the residual of 255 does not fit int8, its channel 3 runs the zero-point kernel
+        assert [len(n.attrs.indices) for n in gathers] == [7] and len(fix) == 1
+        assert g.t(fix[0].inputs[1]).quant.zero_point[0] == -128
+    rng = np.random.default_rng(4)
+    for _ in range(4):
+        x = {"x": rng.uniform(-3.4, 4.5, (1, 6, 5, 5)).astype(np.float32)}
+        want = ours(p, x, "onnx", g0)[0]
+        assert np.array_equal(ours(p, x, "onnx", g)[0], want)
+        assert np.array_equal(on_grid(ort_run(p, x)[0], g), want)
+        assert len(np.unique(want)) > 4
