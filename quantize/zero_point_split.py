@@ -6,7 +6,8 @@ a handful of weights per tensor (MobileNetV2: 64 of 394,848), so
   output channel whose w - zw all lie there; the ISA kernels take them), and
 - a convolution or fully-connected layer then takes the overflowing parts of w - zw (beyond
   [-128, 127]) as extra weights over a few input channels appended to its input
-  (quantize.zero_point_widen): still one node, on the ISA kernels;
+  (quantize.zero_point_widen): the whole layer, still one node, where it has few output channels;
+  else only its overflowing output channels run again that way, put back by ScatterChannels;
 - a depthwise layer's other output channels (those with a weight beyond [-127, 127]) run again,
   alone, on int8 halves of w - zw over their input channels gathered twice, a regular convolution
   (quantize.zero_point_halves), and ScatterChannels puts them back, in place. Where these schemes do
@@ -24,7 +25,7 @@ from dataclasses import replace
 import numpy as np
 
 from quantize.zero_point_halves import halves_fix_nodes
-from quantize.zero_point_widen import widen_node
+from quantize.zero_point_widen import widen_fix_nodes, widen_node
 from toolchain.ir import DType, Graph, Node, QuantParams, Tensor
 from toolchain.ir.graph import fresh_name
 from toolchain.ops.gather import GatherAttrs
@@ -83,7 +84,7 @@ def split_zero_point_channels(graph: Graph) -> Graph:
         w, axis = graph.t(wname), opdef(node).weight_out_axis
         v = w.data.astype(np.int16) - w.quant.zero_point[0]
         over = np.moveaxis((v < -127) | (v > 127), axis, 0).reshape(v.shape[axis], -1).any(axis=1)
-        wide = None if node.op.name == "DEPTHWISE_CONV2D" else widen_node(node, tensors, v)
+        wide = None if node.op.name == "DEPTHWISE_CONV2D" else widen_node(node, tensors, v, int(over.sum()))
         if wide:  # conv / FC: one node on the input widened by a few channels (or none)
             nodes.extend(wide)
             continue
@@ -109,8 +110,8 @@ def split_zero_point_channels(graph: Graph) -> Graph:
         fix_y = fresh_name(tensors, f"{y}__fix")
         yt = graph.t(y)
         tensors[fix_y] = replace(yt, name=fix_y, shape=(*yt.shape[:-1], len(idx)))
-        nodes.extend((node.op.name == "DEPTHWISE_CONV2D" and halves_fix_nodes(node, tensors, v, idx, bias, fix_y))
-                     or _offset_fix_nodes(node, graph, tensors, idx, bias, fix_y))
+        isa_fix = halves_fix_nodes if node.op.name == "DEPTHWISE_CONV2D" else widen_fix_nodes
+        nodes.extend(isa_fix(node, tensors, v, idx, bias, fix_y) or _offset_fix_nodes(node, graph, tensors, idx, bias, fix_y))
         nodes.append(replace(node, inputs=(x, sym.name, *node.inputs[2:]), outputs=(main_y,)))
         nodes.append(Node(f"{node.name}__scatter", OpKind.SCATTER_CHANNELS, (main_y, fix_y), (y,),
                           ScatterChannelsAttrs(tuple(idx)), node.source))
