@@ -31,7 +31,7 @@ def test_splits_are_exact_int8_over_the_two_int8_sums() -> None:
 
 
 def _model(path: Path, peak: int) -> Path:
-    """x (uint8) -> Conv 3x3 (6 -> 24, pads 1) -> Conv 1x1 (24 -> 4) -> y, uint8 weights with zero point
+    """x (uint8) -> Conv 3x3 (6 -> 64, pads 1) -> Conv 1x1 (64 -> 4) -> y, uint8 weights with zero point
     0 (int8 -128 after the shift) in [0, 120] but for one weight of 200 in conv 1's channel 1 and one of
     `peak` in conv 2's channel 3."""
     rng = np.random.default_rng(3)
@@ -40,7 +40,7 @@ def _model(path: Path, peak: int) -> Path:
     def qdq(t, s, z, name):
         return m.dq(m.q(t, s, z, f"{name}q", np.uint8), s, z, f"{name}d", np.uint8)
 
-    w1, w2 = rng.integers(0, 121, (24, 6, 3, 3)), rng.integers(0, 121, (4, 24, 1, 1))
+    w1, w2 = rng.integers(0, 121, (64, 6, 3, 3)), rng.integers(0, 121, (4, 64, 1, 1))
     w1[1, 2, 1, 1], w2[3, 4, 0, 0] = 200, peak
     x = qdq(m.input("x", (1, 6, 5, 5)), 2.0 ** -5, 110, "x")
     y = m.node("Conv", [x, m.dq(m.const("w1", w1, np.uint8), 2.0 ** -9, 0, "w1d", np.uint8)], "c1", pads=[1] * 4)
@@ -58,11 +58,11 @@ def test_halves_or_the_zero_point_kernel_equal_onnxruntime(tmp_path: Path, peak:
     g = split_zero_point_channels(g0)
     gathers = [n for n in g.nodes if n.op == OpKind.GATHER]
     fix = [n for n in g.nodes if n.name.endswith("__fix")]
-    # conv 1 (24 outputs): only its channel 1 again on the input widened by channel 2 (6 + 1 channels)
+    # conv 1 (64 outputs): only its channel 1 again on the input widened by channel 2 (6 + 1 channels)
     assert gathers[0].attrs.indices == (*range(6), 2) and fix[0].name == "c1__fix"
     assert [n.op for n in g.nodes].count(OpKind.SCATTER_CHANNELS) == len(fix)
-    if peak == 254:  # conv 2 (4 outputs) whole on 24 + 4 channels (a window 4..7 covering channel 4)
-        assert gathers[1].attrs.indices == (*range(24), 4, 5, 6, 7) and len(fix) == 1
+    if peak == 254:  # conv 2 (4 outputs) whole on 64 + 8 channels (a window 4..11 covering channel 4)
+        assert gathers[1].attrs.indices == (*range(64), *range(4, 12)) and len(fix) == 1
     else:  # conv 2: the residual of 255 does not fit int8, its channel 3 runs the zero-point kernel
         assert len(gathers) == 1 and len(fix) == 2
         assert g.t(fix[1].inputs[1]).quant.zero_point[0] == -128
