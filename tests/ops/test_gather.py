@@ -34,7 +34,7 @@ def _cases():
             "gather_neg_axis": gather_case((2, 5, 3), [[1, 4], [0, 0]], -2),
             "gather_scalar": gather_case((1, 6, 5), 3, 1),
             "gather_width": gather_case((1, 2, 9, 3), [8, 7, 0, 2, 2], 2),
-            # rows of 32 bytes or more: the kernel copies runs (0..39: memcpy; 5, 6 and 1: short copies)
+            # rows of 16 bytes or more: the kernel copies runs (0..39: memcpy; 5, 6 and 1: short copies)
             "gather_long_runs": gather_case((2, 40, 3), [*range(40), 5, 6, 1], 1)}
 
 

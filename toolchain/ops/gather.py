@@ -35,7 +35,7 @@ def _geometry(node: Node, graph: Graph) -> tuple[int, int, int]:
             int(np.prod(shape[a.axis + 1:], dtype=np.int64)))
 
 
-SHORT_ROW = 32  # output rows below this many bytes are copied byte by byte (gather_s8.c.j2)
+SHORT_ROW = 16  # output rows below this many bytes are copied byte by byte (gather_s8.c.j2)
 
 
 def index_runs(indices: tuple[int, ...]) -> list[tuple[int, int]]:
