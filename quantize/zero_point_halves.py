@@ -47,7 +47,8 @@ def _sym_quant(q: QuantParams, idx: list[int], axis: int) -> QuantParams:
 def halves_fix_nodes(node: Node, tensors: dict[str, Tensor], v: np.ndarray, idx: list[int],
                      bias: str | None, fix_y: str) -> list[Node] | None:
     """The nodes computing output channels `idx` of `node` (DEPTHWISE_CONV2D, multiplier 1) into `fix_y`
-    from the weight differences `v` (int16, [1, KH, KW, C]) with the halves scheme of the module docstring; new tensors go into `tensors`.
+    from the weight differences `v` (int16, [1, KH, KW, C]) with the halves scheme of the module
+    docstring; new tensors go into `tensors`.
     None when the halves do not fit int8 (the caller keeps the zero-point kernel)."""
     x, wname = node.inputs[0], node.inputs[1]
     xt, w = tensors[x], tensors[wname]

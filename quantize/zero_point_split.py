@@ -16,7 +16,8 @@ a handful of weights per tensor (MobileNetV2: 64 of 394,848), so
 
 Every output value is then computed by the exact int32 arithmetic sum (x - zx)(w - zw) + bias.
 Conv2D (ungrouped), DepthwiseConv2D (multiplier 1) and FullyConnected; a depthwise layer (or one
-with w - zw = 255) whose every channel overflows stays whole. Not here: taking the weights as the model has them (quantize.given).
+with w - zw = 255) whose every channel overflows stays whole. Not here: taking the weights as the
+model has them (quantize.given).
 """
 from __future__ import annotations
 
@@ -111,7 +112,8 @@ def split_zero_point_channels(graph: Graph) -> Graph:
         yt = graph.t(y)
         tensors[fix_y] = replace(yt, name=fix_y, shape=(*yt.shape[:-1], len(idx)))
         isa_fix = halves_fix_nodes if node.op.name == "DEPTHWISE_CONV2D" else widen_fix_nodes
-        nodes.extend(isa_fix(node, tensors, v, idx, bias, fix_y) or _offset_fix_nodes(node, graph, tensors, idx, bias, fix_y))
+        nodes.extend(isa_fix(node, tensors, v, idx, bias, fix_y)
+                     or _offset_fix_nodes(node, graph, tensors, idx, bias, fix_y))
         nodes.append(replace(node, inputs=(x, sym.name, *node.inputs[2:]), outputs=(main_y,)))
         nodes.append(Node(f"{node.name}__scatter", OpKind.SCATTER_CHANNELS, (main_y, fix_y), (y,),
                           ScatterChannelsAttrs(tuple(idx)), node.source))

@@ -74,8 +74,8 @@ class Gather(OpDef):
         runs = np.array(index_runs(node.attrs.indices), np.int32).reshape(-1)
         row = len(node.attrs.indices) * inner
         short = row < SHORT_ROW  # byte offsets within a slice: the kernel's per-byte path
-        offs = (np.array(node.attrs.indices, np.int32)[:, None] * inner + np.arange(inner, dtype=np.int32)).reshape(-1) \
-            if short else np.zeros(1, np.int32)
+        idx = np.array(node.attrs.indices, np.int32)
+        offs = (idx[:, None] * inner + np.arange(inner, dtype=np.int32)).reshape(-1) if short else np.zeros(1, np.int32)
         return [CArg.lit(len(runs) // 2), CArg("array", runs, "runs"), CArg.lit(row if short else 0),
                 CArg("array", offs, "bytes"), CArg.lit(outer), CArg.lit(dim), CArg.lit(inner),
                 CArg("act", node.inputs[0]), CArg("act", node.outputs[0])]
