@@ -64,7 +64,9 @@ def _widened(node: Node, tensors: dict[str, Tensor], c: np.ndarray, r: np.ndarra
     depth = xt.shape[-1]
     cols = [int(i) for i in np.flatnonzero(r.reshape(-1, depth).any(axis=0))]
     extra = extra_channels(cols, depth)
-    wide = np.concatenate([c, np.where(np.isin(extra, cols), np.take(r, extra, axis=-1), 0)], axis=-1)
+    # each residual once: the padding may repeat a channel of cols (its copy carries zero weights)
+    carry = [ch in cols and ch not in extra[:j] for j, ch in enumerate(extra)]
+    wide = np.concatenate([c, np.where(carry, np.take(r, extra, axis=-1), 0)], axis=-1)
     if out_idx is not None:
         wide = np.take(wide, out_idx, axis=0)
         q = QuantParams(tuple(q.scale[i] for i in out_idx), (0,) * len(out_idx), 0) if q.is_per_channel else q

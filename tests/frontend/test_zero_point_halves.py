@@ -12,7 +12,10 @@ from _qdq_cases import ModelBuilder, import_int8, on_grid, ort_run, ours
 
 from quantize.zero_point_halves import halves
 from quantize.zero_point_split import split_zero_point_channels
-from quantize.zero_point_widen import residual_split
+from quantize.zero_point_widen import residual_split, widen_fix_nodes, widen_node
+from toolchain.ir import DType, Node, QuantParams, Tensor
+from toolchain.ops.common import Window
+from toolchain.ops.conv2d import Conv2DAttrs
 from toolchain.ops.registry import OpKind
 
 pytest.importorskip("onnxruntime")
@@ -74,3 +77,38 @@ def test_halves_or_the_zero_point_kernel_equal_onnxruntime(tmp_path: Path, peak:
         assert np.array_equal(ours(p, x, "onnx", g)[0], want)
         assert np.array_equal(on_grid(ort_run(p, x)[0], g), want)
         assert len(np.unique(want)) > 4
+
+
+def _summed_back(gather, w: np.ndarray, depth: int) -> np.ndarray:
+    """The weights the widened layer applies to each original input channel: the widened weights `w`
+    summed over the positions where `gather` copies that channel."""
+    out = np.zeros((*w.shape[:-1], depth), np.int32)
+    for j, ch in enumerate(gather.attrs.indices):
+        out[..., ch] += w[..., j]
+    return out
+
+
+@pytest.mark.parametrize("depth, cols", [(32, (1, 30)), (32, (5,)), (16, (0, 15)), (48, (47,)), (6, (2, 3)),
+                                         (64, (3, 4, 5, 60))])
+def test_widened_weights_sum_back_to_w_minus_zw(depth: int, cols: tuple[int, ...]) -> None:
+    """Every padding and window choice: the widened weights, summed per original input channel, are
+    v = w - zw exactly (a residual counted twice would pass the structure checks and miss by r)."""
+    rng = np.random.default_rng(depth)
+    v = rng.integers(-127, 128, (40, 3, 3, depth)).astype(np.int16)
+    for k, ch in enumerate(cols):
+        v[k, 1, 2, ch] = 254 - k  # beyond int8 in output channels 0..
+        v[39 - k, 0, 0, ch] = -255 + k
+    q = QuantParams((0.01,), (-20,), None)
+    tensors = {"x": Tensor("x", (1, 5, 5, depth), DType.INT8, QuantParams((0.1,), (3,), None)),
+               "w": Tensor("w", v.shape, DType.INT8, q, np.zeros(v.shape, np.int8))}
+    node = Node("c", OpKind.CONV2D, ("x", "w"), ("y",), Conv2DAttrs(Window((3, 3))))
+    over = [o for o in range(40) if np.abs(v[o]).max() > 127]
+    builds = ((lambda t: widen_node(node, t, v, 40), list(range(40))),  # n_fix 40: the whole layer widens
+              (lambda t: widen_fix_nodes(node, t, v, over, None, "y_fix"), over))
+    for build, rows in builds:
+        t = dict(tensors)
+        gather, layer = build(t)
+        w = t[layer.inputs[1]]
+        assert w.quant.zero_point == (0,) and w.data.dtype == np.int8
+        assert np.array_equal(_summed_back(gather, w.data, depth), v[rows])
+        assert gather.attrs.indices[:depth] == tuple(range(depth))
