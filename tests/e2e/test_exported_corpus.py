@@ -144,7 +144,7 @@ def test_qdq_file_with_default_settings_equals_onnxruntime(edgecc, need_board, t
 
 def test_u8u8_qdq_file_with_default_settings(edgecc, need_board, tmp_path):
     """The U8U8 QDQ file (uint8 activations, uint8 weights whose zero points put w - zw beyond int8 in
-    50 of 53 tensors: the portable kernels' filter_offset) with its default settings: bit-exact with the
+    50 of 53 tensors: widened inputs / int8 halves on the ISA kernels) with its default settings: bit-exact with the
     interpreter, and equal to onnxruntime's stored reference (default session options: integer
     QLinearConv) on 7 of the 8 samples; sample 2 differs from it (14 LSB), as it differs from ORT's
     float simulation: the first differing value there is a product 2.5e-6 LSB from a rounding tie,

@@ -1,6 +1,7 @@
 """quantize.zero_point_split: a layer whose weights keep a zero point (w - zw beyond int8 somewhere)
-runs its symmetric part through the ISA kernels and only the overflowing output channels through the
-portable kernel with filter_offset, put back by ScatterChannels: the same integers as the whole layer
+runs on the ISA kernels: conv and FC in one node over their input widened by the channels that carry the
+overflowing parts of w - zw; a depthwise layer's overflowing channels again, on int8 halves of w - zw, put
+back by ScatterChannels: the same integers as the whole layer
 on the portable kernel (interpreter, every value) and as onnxruntime, on host and on the M4 (DSP)."""
 from __future__ import annotations
 
@@ -58,17 +59,24 @@ def test_only_the_overflowing_channels_leave_the_fast_kernels(tmp_path: Path) ->
     g0 = import_int8(p)
     g = split_zero_point_channels(g0)
     scatters = [n for n in g.nodes if n.op == OpKind.SCATTER_CHANNELS]
-    assert [s.attrs.channels for s in scatters] == [OVER["c1"], OVER["dw"], OVER["fc"]]
-    assert [n.op for n in g.nodes if n.op == OpKind.GATHER] == [OpKind.GATHER]  # the depthwise layer's inputs
+    assert [s.attrs.channels for s in scatters] == [OVER["dw"]]  # conv and FC: one widened node each
     kernels = select_kernels(g, ("dsp", "portable"))
-    for s in scatters:
-        main = next(n for n in g.nodes if n.outputs[0] == s.inputs[0])
-        fix = next(n for n in g.nodes if n.outputs[0] == s.inputs[1])
-        w = g.t(main.inputs[1])
-        assert w.quant.zero_point[0] == 0 and int(np.abs(w.data).max()) <= 127
-        assert g.t(fix.inputs[1]).quant.zero_point[0] == 138 - 128 and kernels[fix.name].isa == "portable"
-        if main.op != OpKind.FULLY_CONNECTED:  # (the DSP FC kernel wants 4-multiple depths or so: not asserted)
-            assert kernels[main.name].isa == "dsp", main.name
+    by_name = {n.name: n for n in g.nodes}
+    for name, depth in (("c1", 8), ("fc", 288)):  # one residual input channel per overflowing weight
+        layer = next(n for n in g.nodes if n.name.startswith(name) and n.op != OpKind.GATHER)
+        w, xw = g.t(layer.inputs[1]), g.t(layer.inputs[0])
+        assert w.quant.zero_point[0] == 0 and w.shape[-1] == xw.shape[-1] > depth and xw.shape[-1] % 4 == 0
+        gather = next(n for n in g.nodes if n.outputs[0] == layer.inputs[0])
+        assert gather.attrs.indices[:depth] == tuple(range(depth))
+        assert set(layer.outputs) <= set(g0.tensors)  # writes the layer's own output: no scatter
+        if layer.op == OpKind.CONV2D:  # (the DSP FC kernel wants 4-multiple depths or so: not asserted)
+            assert kernels[layer.name].isa == "dsp", kernels[layer.name]
+    main = next(n for n in g.nodes if n.outputs[0] == scatters[0].inputs[0])
+    fix = by_name[f"{main.name}__fix"]
+    assert main.op == OpKind.DEPTHWISE_CONV2D and fix.op == OpKind.CONV2D
+    assert g.t(main.inputs[1]).quant.zero_point[0] == 0 and int(np.abs(g.t(main.inputs[1]).data).max()) <= 127
+    assert g.t(fix.inputs[1]).quant.zero_point[0] == 0 and g.t(fix.inputs[1]).shape == (1, 3, 3, 2)  # the halves
+    assert kernels[main.name].isa == "dsp" and kernels[fix.name].isa == "dsp"
     rng = np.random.default_rng(1)
     for _ in range(4):
         x = {"x": rng.uniform(-3.5, 4, (1, 8, 6, 6)).astype(np.float32)}
@@ -77,9 +85,9 @@ def test_only_the_overflowing_channels_leave_the_fast_kernels(tmp_path: Path) ->
         assert np.array_equal(on_grid(ort_run(p, x)[0], g), want)  # == onnxruntime
         q = {g.inputs[0]: g.t(g.inputs[0]).quant.quantize(x["x"])}
         env0, env = interpret(g0, q, keep_all=True), interpret(g, q, keep_all=True)
-        for s in scatters:  # the intermediate layers too (tflm rounding)
-            assert np.array_equal(env[s.outputs[0]], env0[s.outputs[0]])
-            assert len(np.unique(env[s.outputs[0]])) > min(4, env[s.outputs[0]].size // 2)  # not clamped
+        for n in g0.nodes:  # the intermediate layers too (tflm rounding)
+            assert np.array_equal(env[n.outputs[0]], env0[n.outputs[0]])
+            assert len(np.unique(env[n.outputs[0]])) > min(4, env[n.outputs[0]].size // 2)  # not clamped
 
 
 def test_scatter_channels_reference() -> None:
@@ -102,6 +110,7 @@ def test_split_layers_run_bit_exact_on_host_and_the_m4(tmp_path: Path, edgecc, n
         kernels = {o["name"]: o["kernel"] for o in r["ops"]}
         assert any(k.endswith("__scatter") for k in kernels)
         if b == "mps2-an386":
-            fix = [k for k in kernels if k.endswith("__fix")]
-            assert len(fix) == 3 and all(kernels[k] == "portable_onnx" for k in fix)  # rounding onnx: the QDQ default
-            assert kernels[fix[0].removesuffix("__fix")].startswith("dsp")  # the conv runs the DSP kernel
+            fix = [k for k in kernels if k.endswith("__fix")]  # the depthwise layer's halves
+            assert len(fix) == 1 and kernels[fix[0]].startswith("dsp") and kernels[fix[0][:-5]].startswith("dsp")
+            widened = [k for k in kernels if f"{k}__widen" in kernels]  # conv and FC on their widened inputs
+            assert len(widened) == 2 and kernels[widened[0]].startswith("dsp"), kernels

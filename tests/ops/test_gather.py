@@ -33,7 +33,9 @@ def _cases():
             "gather_channels": gather_case((1, 3, 4, 7), [6, 1, 3], 3, zp=127),
             "gather_neg_axis": gather_case((2, 5, 3), [[1, 4], [0, 0]], -2),
             "gather_scalar": gather_case((1, 6, 5), 3, 1),
-            "gather_width": gather_case((1, 2, 9, 3), [8, 7, 0, 2, 2], 2)}
+            "gather_width": gather_case((1, 2, 9, 3), [8, 7, 0, 2, 2], 2),
+            # rows of 16 bytes or more: the kernel copies runs (0..39: memcpy; 5, 6 and 1: short copies)
+            "gather_long_runs": gather_case((2, 40, 3), [*range(40), 5, 6, 1], 1)}
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +44,7 @@ def cases(tmp_path_factory):
 
 
 def test_tflm_bit_exact(cases, portable_lib):
-    check_tflm_and_c(cases, portable_lib, "gather_", min_cases=5)
+    check_tflm_and_c(cases, portable_lib, "gather_", min_cases=6)
     assert [n.op for n in load_tflite(cases["gather_scalar"][0]).nodes] == [OpKind.GATHER]
 
 

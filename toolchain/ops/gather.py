@@ -35,6 +35,21 @@ def _geometry(node: Node, graph: Graph) -> tuple[int, int, int]:
             int(np.prod(shape[a.axis + 1:], dtype=np.int64)))
 
 
+SHORT_ROW = 16  # output rows below this many bytes are copied byte by byte (gather_s8.c.j2)
+
+
+def index_runs(indices: tuple[int, ...]) -> list[tuple[int, int]]:
+    """The indices as runs (first, count) of consecutive values, in order: (0, 1, 2, 5, 5) ->
+    [(0, 3), (5, 1), (5, 1)]; the C kernel copies one run at a time."""
+    runs: list[list[int]] = []
+    for i in indices:
+        if runs and runs[-1][0] + runs[-1][1] == i:
+            runs[-1][1] += 1
+        else:
+            runs.append([i, 1])
+    return [(a, n) for a, n in runs]
+
+
 @register("GATHER", "Gather")
 class Gather(OpDef):
     variants = (portable("gather"),)
@@ -56,6 +71,11 @@ class Gather(OpDef):
 
     def kernel_args(self, node: Node, graph: Graph) -> list[CArg]:
         outer, dim, inner = _geometry(node, graph)
+        runs = np.array(index_runs(node.attrs.indices), np.int32).reshape(-1)
+        row = len(node.attrs.indices) * inner
+        short = row < SHORT_ROW  # byte offsets within a slice: the kernel's per-byte path
         idx = np.array(node.attrs.indices, np.int32)
-        return [CArg.lit(len(idx)), CArg("array", idx, "indices"), CArg.lit(outer), CArg.lit(dim), CArg.lit(inner),
+        offs = (idx[:, None] * inner + np.arange(inner, dtype=np.int32)).reshape(-1) if short else np.zeros(1, np.int32)
+        return [CArg.lit(len(runs) // 2), CArg("array", runs, "runs"), CArg.lit(row if short else 0),
+                CArg("array", offs, "bytes"), CArg.lit(outer), CArg.lit(dim), CArg.lit(inner),
                 CArg("act", node.inputs[0]), CArg("act", node.outputs[0])]
