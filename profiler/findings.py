@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from quantize.bias_fit import OVERFLOW_RISK, note_subject
 from toolchain.ir import Graph
+from toolchain.notes import OVERFLOW_RISK, note_subject
 
 LOW_SQNR_DB = 10.0  # an op whose isolated SQNR is below this loses most of its signal to quantization alone
 REASON_LINES = 3    # terminal lines for ops that did not get the fastest kernel (costliest first)

@@ -21,9 +21,9 @@ from typing import Any
 
 import numpy as np
 
-from quantize import GIVEN_TENSORS
 from toolchain.interpret import Transform
 from toolchain.ir import DType, Graph
+from toolchain.notes import GIVEN_TENSORS
 
 AGREE_LSB = 4  # ORT's value replaces ours when within this many LSB of the tensor's grid (else ours is kept)
 AGREE_FLOAT = 1e-3  # for a tensor without a grid: relative to its largest magnitude

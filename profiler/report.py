@@ -13,8 +13,8 @@ from profiler.findings import flag_lines, flags, kernel_reason_lines
 from profiler.json_out import write_json_file
 from profiler.numerics import REFERENCE_FLOAT, worst_isolated
 from profiler.parse import OpCosts
-from quantize.bias_fit import NOTES_KEY
 from toolchain.ir import Graph
+from toolchain.notes import NOTES_KEY
 
 UNIT_WORDS = {"instructions": "instructions", "us": "microseconds", "cycles": "cycles"}
 UNTESTED = ("dwt_cyccnt", "pmccntr_el0")  # counters whose code never ran on real silicon here

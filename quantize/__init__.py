@@ -24,9 +24,8 @@ from quantize.given import apply_given_consts, given_output, resolve_given, same
 from quantize.scheme import activation_qparams
 from toolchain.errors import UnsupportedModel
 from toolchain.ir import DType, Graph, QuantParams, Tensor
+from toolchain.notes import GIVEN_TENSORS
 from toolchain.ops.registry import opdef
-
-GIVEN_TENSORS = "given_tensors"  # graph.meta: names of the activations whose grid the model gives (a Q/DQ pair)
 
 
 def quantize(graph: Graph, calibration: Mapping[str, np.ndarray] | None, method: str = "mse", *,

@@ -23,21 +23,13 @@ import numpy as np
 
 from toolchain.errors import UnsupportedModel
 from toolchain.ir import DType, Graph, Node, QuantParams, Tensor
+from toolchain.notes import NOTES_KEY, OVERFLOW_RISK, note_subject
 from toolchain.ops.registry import opdef
 
 INT32_MAX = 2**31 - 1
 # A raised scale aims the bound at half the int32 range (the TFLite converter's headroom): the rounding of
 # each weight (up to 1/2 LSB per weight) and of the bias then cannot push it past 2^31 - 1.
 TARGET = 2.0**30
-NOTES_KEY = "accumulator_notes"  # graph.meta: one line per op whose constants were refitted / are at risk
-
-
-OVERFLOW_RISK = "int32 accumulator can overflow"  # the words of an accumulator_risks note (profiler.findings)
-
-
-def note_subject(node: Node) -> str:
-    """How a note names its node ("node conv1 (Conv2D)"): profiler.findings finds the op of a note by it."""
-    return f"node {node.source or node.name} ({node.op.value})"
 
 
 def _where(graph: Graph, node: Node) -> str:
