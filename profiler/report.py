@@ -292,11 +292,14 @@ def verification_lines(v: dict[str, Any]) -> list[str]:
         if o.get("index_agreement") is not None:  # int32 indices (ARG_MAX): no top-1 or SQNR
             return f"index agreement with float {_fmt(o['index_agreement'], 4)}"
         return f"top-1 agreement with float {_fmt(o.get('top1_agreement'), 4)}, SQNR {_fmt(o.get('sqnr_db'), 1)} dB"
+    def named(o: dict[str, Any]) -> str:  # the model file's output name first: the one the user knows
+        m = o.get("model_name")
+        return repr(o["name"]) if not m or m == o["name"] else f"{m!r} (tensor {o['name']!r})"
     if len(outs) == 1:
-        name = f" (output {outs[0]['name']!r})" if outs[0]["name"] else ""
+        name = f" (output {named(outs[0])})" if outs[0]["name"] else ""
         return [f"{head}; {figures(outs[0])}{name}"]
     return [f"{head}; per output ({len(outs)}):"] + [
-        f"  output {k} {o['name']!r} {'x'.join(map(str, o['shape']))}: {figures(o)}"
+        f"  output {k} {named(o)} {'x'.join(map(str, o['shape']))}: {figures(o)}"
         + ("" if o.get("bit_exact") in (True, None) else f"; MISMATCH, max {_fmt(o['max_abs_diff_lsb'])} LSB")
         for k, o in enumerate(outs)]
 

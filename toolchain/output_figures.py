@@ -30,21 +30,27 @@ def _whole(x: float) -> int | float:
 
 def output_figures(g: Graph, got: Sequence[np.ndarray] | None, expected: Sequence[np.ndarray],
                    floats: Sequence[np.ndarray], samples: int, qdq: bool) -> list[dict[str, Any]]:
-    """One dict per output of graph g, in output order: name, shape (one sample's), dtype, bit_exact /
+    """One dict per output of graph g, in output order: name (IR tensor), model_name (the model file's
+    output name, ONNX QDQ: graph meta `onnx_outputs`; else None), shape (one sample's), dtype, bit_exact /
     max_abs_diff_lsb (board `got` vs interpreter `expected`, [S, *shape] each; None without board
     outputs), sqnr_db and top1_agreement (dequantized int8 output vs `floats`, the float reference
     [S, *shape]; top-1 over outputs with more than one value per sample; None for int32 index
     outputs), index_agreement (int32 outputs: the fraction of indices equal to the reference's),
     and for a quantized ONNX model (`qdq`) ort_max_abs_diff_lsb / ort_exact_fraction
     (onnx_qdq_ort.lsb_agreement)."""
+    # the model file's own output names where the frontend kept them (a QDQ model's graph outputs are
+    # the float twins behind its last QuantizeLinear / DequantizeLinear, which the IR names differently)
+    model_names = g.meta.get("onnx_outputs")
+    if model_names is None or len(model_names) != len(g.outputs):
+        model_names = [None] * len(g.outputs)
     out = []
     for k, name in enumerate(g.outputs):
         t, e, f = g.t(name), expected[k], floats[k]
         index = t.dtype == DType.INT32  # ARG_MAX: indices, no SQNR or top-1
         deq = t.quant.dequantize(e) if t.quant else e.astype(np.float32)  # float32 edge outputs as they are
         ref2, q2 = np.asarray(f).reshape(samples, -1), deq.reshape(samples, -1)
-        o: dict[str, Any] = {"name": name, "shape": list(t.shape), "dtype": t.dtype.value, "bit_exact": None,
-                             "max_abs_diff_lsb": None,
+        o: dict[str, Any] = {"name": name, "model_name": model_names[k], "shape": list(t.shape),
+                             "dtype": t.dtype.value, "bit_exact": None, "max_abs_diff_lsb": None,
                              "sqnr_db": None if index else sqnr_db(np.asarray(f), deq),
                              "top1_agreement": float(np.mean(ref2.argmax(1) == q2.argmax(1)))
                              if ref2.shape[1] > 1 and not index else None,

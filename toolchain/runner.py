@@ -218,8 +218,8 @@ def _input_saturation(data: dict[str, np.ndarray], q: dict[str, np.ndarray], bui
             lines.append(f"{frac:.1%} of input {name!r} values saturate when quantized (more than "
                          f"{SATURATION_LIMIT:.0%})")
             warning(f"{data_name}: {lines[-1][:-1]}: outside the input's real range [{lo:.4g}, {hi:.4g}]); check "
-                    "the data's scale (float data are real values, preprocess applied; data of the input's int8 "
-                    "dtype are quantized values)")
+                    f"the data's scale (float data are real values, preprocess applied; data of the input's "
+                    f"{io_dtype(g, name)} dtype are quantized values)")
     return sat, lines
 
 

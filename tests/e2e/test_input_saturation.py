@@ -51,3 +51,25 @@ def test_data_of_the_right_size_do_not_saturate(run):
     assert sat["fraction"] < 1e-3 and sat["per_input"]["input"] < 1e-3, sat
     assert "warning" not in res.err, res.err
     assert res.code == 0, res.out + res.err
+
+
+def test_warning_names_a_uint8_inputs_own_dtype(tmp_path, edgecc, need_board):
+    """int8 DATA given to a uint8-input QDQ model are real values (not the input's dtype): they saturate,
+    and the warning names the dtype whose data would be taken as quantized, uint8 (it said int8)."""
+    import sys
+
+    sys.path.append(str(Path(__file__).resolve().parents[1] / "frontend"))
+    from _qdq_cases import ModelBuilder
+
+    need_board("host")
+    m = ModelBuilder(17)
+    xd = m.dq(m.input("x", (1, 16), np.uint8), 0.02, 128, "xd", np.uint8)
+    m.dq(m.q(m.node("Relu", [xd], "r"), 0.02, 0, "rq", np.uint8), 0.02, 0, "y", np.uint8)
+    m.output("y")
+    m.save(tmp_path / "u8in.onnx")
+    np.save(tmp_path / "x.npy", np.random.default_rng(0).integers(-128, 128, (4, 1, 16)).astype(np.int8))
+    res = edgecc("run", "--model", tmp_path / "u8in.onnx", "--verify", tmp_path / "x.npy", "--board", "host",
+                 "--out", tmp_path / "out")
+    assert res.code == 0, res.err
+    warn = [ln for ln in res.err.splitlines() if "saturate when quantized" in ln]
+    assert len(warn) == 1 and "input's uint8 dtype are quantized values" in warn[0], res.err
