@@ -24,6 +24,7 @@ from toolchain.data_files import MAX_DATA_BYTES, MAX_IMAGES, open_image, read_da
 from toolchain.errors import InputError
 from toolchain.io_dtypes import io_dtype, io_qparams
 from toolchain.ir import Graph
+from toolchain.progress import warning
 
 IMAGE_SUFFIXES = {".jpg", ".jpeg", ".png", ".bmp", ".ppm", ".pgm"}
 
@@ -124,6 +125,11 @@ def _preprocess(arr: np.ndarray, shape: tuple[int, ...], pre: Preprocess, where:
     as_is = rank == 4 and pre.layout is None and layout != model_layout and tuple(x.shape[1:]) == tuple(shape) \
         and tuple(x.shape[1:]) != _from_nhwc(tuple(x.shape[1:]), model_layout)  # already in the model's layout
     nhwc_data = rank == 4 and layout == "NHWC" and not as_is
+    if nhwc_data and pre.layout is None and model_layout != "NHWC" and tuple(x.shape[1:]) == tuple(shape):
+        # C == H == W: both readings fit; say which one was taken, a wrong guess would run without error
+        warning(f"{where}: samples of shape {list(shape)} fit the model input both as NHWC and as "
+                f"{model_layout}; read as NHWC (the default) and transposed to {model_layout}: if they are "
+                f"already {model_layout}, set preprocess.layout: {model_layout} (or --layout {model_layout})")
     cax = -1 if nhwc_data or rank != 4 else 2  # channel axis of [S, N, ...]
     if pre.channel_order == "BGR" and rank == 4:
         x = np.flip(x, axis=cax)

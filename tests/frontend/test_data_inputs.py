@@ -126,3 +126,18 @@ def test_int8_data_for_an_int8_model_are_its_quantized_values(tmp_path: Path) ->
         load_data(tmp_path / "q.npy", dequantize_graph(g), Preprocess(scale=2.0), quantized=g)
     # without the int8 graph (a float model) int8 data stay real values, as before
     assert np.array_equal(load_data(tmp_path / "q.npy", dequantize_graph(g), Preprocess())[g.inputs[0]], raw)
+
+
+def test_a_sample_shape_that_fits_both_layouts_is_read_as_nhwc_with_a_warning(tmp_path: Path, capsys) -> None:
+    """C == H == W: data in the model's own [C, H, W] shape also fits the NHWC reading; NHWC wins (README)
+    and the terminal says so, naming the override, so a wrong guess does not run silently. With the
+    layout set there is no warning and the data are taken as said."""
+    g = load_onnx(_relu_model(tmp_path / "m.onnx", (1, 4, 4, 4)))
+    x = np.random.default_rng(5).uniform(-1, 1, (2, 1, 4, 4, 4)).astype(np.float32)
+    np.save(tmp_path / "d.npy", x)
+    got = load_data(tmp_path / "d.npy", g, Preprocess())[g.inputs[0]]
+    assert np.array_equal(got, x.transpose(0, 1, 4, 2, 3))      # read as NHWC, moved to NCHW
+    err = capsys.readouterr().err
+    assert "fit the model input both as NHWC and as NCHW" in err and "--layout NCHW" in err, err
+    assert np.array_equal(load_data(tmp_path / "d.npy", g, Preprocess(layout="NCHW"))[g.inputs[0]], x)
+    assert "both as NHWC" not in capsys.readouterr().err
