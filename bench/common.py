@@ -193,3 +193,29 @@ def update_readme(marker: str, text: str, readme: Path = REPO / "README.md") -> 
         return False
     readme.write_text(doc[:i + len(start)] + "\n" + text.strip("\n") + "\n" + doc[j:], encoding="utf-8")
     return True
+
+
+def file_bench_args(doc: str, boards: list[str], what: str, argv: list[str] | None = None):
+    """The command line shared by the per-file benchmarks (exported_corpus, qdq_models): --boards,
+    --files (comma-separated `what` names), --jobs, --results, --rev, --render."""
+    import argparse
+
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
+    ap.add_argument("--boards", default=",".join(boards))
+    ap.add_argument("--files", help=f"comma-separated {what} names (default: all)")
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--results", type=Path, default=RESULTS)
+    ap.add_argument("--rev", help="measure commit REV from a read-only snapshot (git archive), not the work tree")
+    ap.add_argument("--render", action="store_true", help="rewrite the .md from the committed .json only")
+    return ap.parse_args(argv)
+
+
+def write_results(results: Path, stem: str, doc: dict[str, Any] | None, render) -> None:
+    """RESULTS/STEM.json (from `doc`; None: the committed one is re-read) and RESULTS/STEM.md = render(doc)."""
+    out_json = results / f"{stem}.json"
+    if doc is None:
+        doc = json.loads(out_json.read_text())
+    else:
+        results.mkdir(parents=True, exist_ok=True)
+        out_json.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
+    (results / f"{stem}.md").write_text(render(doc), encoding="utf-8")

@@ -15,8 +15,6 @@ Writes bench/results/exported_corpus.json and .md.
 """
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import sys
 import tempfile
@@ -27,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import numpy as np  # noqa: E402
 
-from bench.common import REPO, RESULTS, edgecc_run, fmt, header, row, snapshot  # noqa: E402
+from bench.common import REPO, edgecc_run, file_bench_args, fmt, header, row, snapshot, write_results  # noqa: E402
 
 CORPUS = REPO.parent / "shared" / "models" / "exported"
 BOARDS = ["host", "mps2-an386", "mps3-an547", "aarch64"]
@@ -97,17 +95,9 @@ def render(doc: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--boards", default=",".join(BOARDS))
-    ap.add_argument("--files", help="comma-separated corpus file names (default: all)")
-    ap.add_argument("--jobs", type=int, default=2)
-    ap.add_argument("--results", type=Path, default=RESULTS)
-    ap.add_argument("--rev", help="measure commit REV from a read-only snapshot (git archive), not the work tree")
-    ap.add_argument("--render", action="store_true", help="rewrite the .md from the committed .json only")
-    args = ap.parse_args(argv)
-    out_json = args.results / "exported_corpus.json"
+    args = file_bench_args(__doc__, BOARDS, "corpus file", argv)
     if args.render:
-        (args.results / "exported_corpus.md").write_text(render(json.loads(out_json.read_text())), encoding="utf-8")
+        write_results(args.results, "exported_corpus", None, render)
         return 0
     load0 = os.getloadavg()
     root = snapshot(args.rev) if args.rev else REPO
@@ -120,9 +110,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{r['model']:<48} {r['board']:<11} exit {r['exit_code']} sqnr {fmt(r.get('sqnr_db'), 1)} "
               f"bit-exact {fmt(r.get('bit_exact'))} tflm {fmt(r.get('tflm_bit_exact'))}", flush=True)
     doc = {"header": header(args.jobs, load0, args.rev, root), "rows": rows}
-    args.results.mkdir(parents=True, exist_ok=True)
-    out_json.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
-    (args.results / "exported_corpus.md").write_text(render(doc), encoding="utf-8")
+    write_results(args.results, "exported_corpus", doc, render)
     return 0 if all(r["exit_code"] in (0, 2) for r in rows) else 1
 
 

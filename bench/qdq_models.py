@@ -22,8 +22,6 @@ samples over its input's int8 range (seed 0). Writes bench/results/qdq_models.js
 """
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import sys
 import tempfile
@@ -34,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import numpy as np  # noqa: E402
 
-from bench.common import REPO, RESULTS, edgecc_run, fmt, header, row, snapshot  # noqa: E402
+from bench.common import REPO, edgecc_run, file_bench_args, fmt, header, row, snapshot, write_results  # noqa: E402
 
 SHARED = REPO.parent / "shared" / "models"
 FILES = {  # QDQ file -> (inputs, float network for the PTQ twin or None = float_core of the file)
@@ -184,17 +182,9 @@ def render(doc: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--boards", default=",".join(BOARDS))
-    ap.add_argument("--files", help="comma-separated QDQ file names (default: all)")
-    ap.add_argument("--jobs", type=int, default=2)
-    ap.add_argument("--results", type=Path, default=RESULTS)
-    ap.add_argument("--rev", help="measure commit REV from a read-only snapshot (git archive), not the work tree")
-    ap.add_argument("--render", action="store_true", help="rewrite the .md from the committed .json only")
-    args = ap.parse_args(argv)
-    out_json = args.results / "qdq_models.json"
+    args = file_bench_args(__doc__, BOARDS, "QDQ file", argv)
     if args.render:
-        (args.results / "qdq_models.md").write_text(render(json.loads(out_json.read_text())), encoding="utf-8")
+        write_results(args.results, "qdq_models", None, render)
         return 0
     load0 = os.getloadavg()
     root = snapshot(args.rev) if args.rev else REPO
@@ -212,9 +202,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{r['model']:<46} {r['kind']:<4} {r['board']:<11} exit {r['exit_code']} "
               f"ort_lsb {fmt(r.get('ort_max_abs_diff_lsb'))} instr {fmt(r.get('total_instructions'))}", flush=True)
     doc = {"header": header(args.jobs, load0, args.rev, root), "rows": rows}
-    args.results.mkdir(parents=True, exist_ok=True)
-    out_json.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
-    (args.results / "qdq_models.md").write_text(render(doc), encoding="utf-8")
+    write_results(args.results, "qdq_models", doc, render)
     return 0 if all(r["exit_code"] == 0 for r in rows) else 1
 
 
