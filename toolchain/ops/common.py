@@ -178,7 +178,8 @@ def weighted_requant(node: Node, graph: Graph, out_axis: int) -> dict:
     weight scale (TFLite files may have one) is broadcast over the output channels (weight axis
     `out_axis`) as TFLM PopulateConvolutionQuantizationParams does; the kernels read out_mult[oc].
     The real multiplier is double(s_in) * double(s_w) / double(s_out), also for FC: see
-    fully_connected.py for why that matches the TFLM oracle build.
+    fully_connected.py for why that matches the TFLM oracle build. Under rounding "onnx" it is
+    onnxruntime's float32 fl32(fl32(s_in * s_w) / s_out) (fixed_point.requantize_s8_f32).
 
     out_mult: int32 [Cout] (Q31); out_shift: int8 [Cout] in [-31, 31] (the kernels read it as
     int8_t, a quarter of the flash of int32). quantize_multiplier gives shifts >= -31; a shift
@@ -187,7 +188,16 @@ def weighted_requant(node: Node, graph: Graph, out_axis: int) -> dict:
     least 2^30 in magnitude (or saturates), far outside [-128, 127], so it clamps to the same bound."""
     x, w, y = graph.t(node.inputs[0]), graph.t(node.inputs[1]), graph.t(node.outputs[0])
     w_scale = w.quant.scale * (w.shape[out_axis] if len(w.quant.scale) == 1 else 1)
-    mult, shift = requant_arrays(x.quant.s, w_scale, y.quant.s)
+    from toolchain.ops.fixed_point import graph_rounding
+
+    if graph_rounding(graph) == "onnx":
+        # onnxruntime's QLinearConv / QLinearMatMul / QGemm scale, float32 at each step; its
+        # quantize_multiplier is exact, so f32_scale gives it back to the kernels bit for bit.
+        f = np.float32
+        w_scale = tuple(float(f(f(x.quant.s) * f(ws)) / f(y.quant.s)) for ws in w_scale)
+        mult, shift = requant_arrays(1.0, w_scale, 1.0)
+    else:
+        mult, shift = requant_arrays(x.quant.s, w_scale, y.quant.s)
     lo, hi = act_range_s8(node.attrs.act, y.quant)
     return dict(input_offset=-x.quant.zp, output_offset=y.quant.zp, out_mult=mult,
                 out_shift=np.minimum(shift, 31).astype(np.int8), act_min=lo, act_max=hi)

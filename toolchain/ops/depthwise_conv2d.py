@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from toolchain.ops.conv2d import as_per_channel, im2col_s8_offset
-from toolchain.ops.fixed_point import requantize_s8, wrap_int32
+from toolchain.ops.fixed_point import requantize_weighted_s8, wrap_int32
 from dataclasses import dataclass
 from toolchain.ir import Graph, Node
 from toolchain.ops.common import (NO_ACT, Window, apply_act_f32, conv_f32, filter_offset, quantize_bias, quantize_weights,
@@ -48,7 +48,7 @@ def depthwise_conv2d_s8(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, *
     acc = np.einsum("nhwijc,ijcm->nhwcm", p, wk).reshape(p.shape[:3] + (cout,))
     if bias is not None:
         acc = acc + np.asarray(bias, np.int64)
-    return requantize_s8(wrap_int32(acc), m, s, output_offset, act_min, act_max)
+    return requantize_weighted_s8(wrap_int32(acc), m, s, output_offset, act_min, act_max)
 
 
 # ---- IR glue: attrs, shapes, float semantics, quantization, kernel call ---------------------

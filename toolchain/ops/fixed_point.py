@@ -230,6 +230,38 @@ def requantize_s8(acc, mult, shift, output_offset: int, act_min: int, act_max: i
     return np.clip(y, act_min, act_max).astype(np.int8)
 
 
+def f32_scale(mult, shift) -> np.ndarray:
+    """The float32 output scale of a weighted op under rounding "onnx": float32(mult) * 2^(shift - 31)
+    (float32 [...] broadcast of mult, shift). Exact when mult came from a float32 scale through
+    quantize_multiplier (24 significant bits, as weighted_requant makes them under "onnx"); a
+    31-bit multiplier is rounded to nearest even first, as C's (float)mult does. Every ISA packer
+    stores this value (or half of it, see the DSP kernels), so the board and this module agree."""
+    mult, shift = np.broadcast_arrays(_i64(mult), _i64(shift))
+    return (mult.astype(np.float32) * np.exp2(shift - 31).astype(np.float32)).astype(np.float32)
+
+
+def requantize_s8_f32(acc, mult, shift, output_offset: int, act_min: int, act_max: int) -> np.ndarray:
+    """The output stage of Conv / depthwise / FC under rounding "onnx": onnxruntime's integer
+    kernels (QLinearConv, QLinearMatMul, QGemm; MLAS MlasRequantizeOutput) convert the int32
+    accumulator to float32, multiply by the float32 scale fl32(fl32(s_x * s_w) / s_y), round to
+    nearest even and add the zero point: y = clamp(rint(fl32(fl32(acc) * S)) + zp). Not the exact
+    real product rounded once: the float32 product can land on a tie (acc 10113 x 0.011717591 ->
+    118.5 exactly: 118 here, 119 exact). S from f32_scale(mult, shift). acc int32-valued [...];
+    int8 [...] out. C: ecc_requantize_s8_f32; DSP / Helium / NEON use the FPU the same way."""
+    check_act_range(act_min, act_max)
+    prod = np.asarray(acc, np.int64).astype(np.float32) * f32_scale(mult, shift)
+    lo, hi = np.float32(act_min - int(output_offset)), np.float32(act_max - int(output_offset))
+    return (np.rint(np.clip(prod, lo, hi)).astype(np.int64) + int(output_offset)).astype(np.int8)
+
+
+def requantize_weighted_s8(acc, mult, shift, output_offset: int, act_min: int, act_max: int) -> np.ndarray:
+    """Conv2D / DepthwiseConv2D / FullyConnected output stage in the rounding mode in effect:
+    "tflm" requantize_s8 (TFLM), "onnx" requantize_s8_f32 (onnxruntime's float32 requantization)."""
+    if current_rounding() == "onnx":
+        return requantize_s8_f32(acc, mult, shift, output_offset, act_min, act_max)
+    return requantize_s8(acc, mult, shift, output_offset, act_min, act_max, "tflm")
+
+
 def check_act_range(act_min: int, act_max: int) -> None:
     if not -128 <= act_min <= act_max <= 127:
         raise ValueError(f"activation range [{act_min}, {act_max}] is not inside int8")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from toolchain.ops.fixed_point import requantize_s8, wrap_int32
+from toolchain.ops.fixed_point import requantize_weighted_s8, wrap_int32
 from dataclasses import dataclass
 from toolchain.ir import Graph, Node
 from toolchain.ops.common import (NO_ACT, apply_act_f32, filter_offset, quantize_bias, quantize_weights,
@@ -41,7 +41,7 @@ def fully_connected_s8(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, *,
     acc = (xa @ wa.T).astype(np.int64)
     if bias is not None:
         acc = acc + np.asarray(bias, np.int64)
-    return requantize_s8(wrap_int32(acc), mult, shift, output_offset, act_min, act_max)
+    return requantize_weighted_s8(wrap_int32(acc), mult, shift, output_offset, act_min, act_max)
 
 
 # ---- IR glue: attrs, shapes, float semantics, quantization, kernel call ---------------------
