@@ -25,7 +25,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from quantize.zero_point_halves import halves_fix_nodes
+from quantize.zero_point_halves import halves_fix_nodes, rows_fix_nodes
 from quantize.zero_point_widen import widen_fix_nodes, widen_node
 from toolchain.ir import DType, Graph, Node, QuantParams, Tensor
 from toolchain.ir.graph import fresh_name
@@ -73,9 +73,12 @@ def _offset_fix_nodes(node: Node, graph: Graph, tensors: dict[str, Tensor], idx:
     return [*out, replace(node, name=f"{node.name}__fix", inputs=tuple(ins), outputs=(fix_y,))]
 
 
-def split_zero_point_channels(graph: Graph) -> Graph:
+def split_zero_point_channels(graph: Graph, depthwise_rows: bool = False) -> Graph:
     """The int8 graph with every layer that has a weight zero point rewritten as above (see the module
-    docstring); unchanged when there is none."""
+    docstring); unchanged when there is none. `depthwise_rows`: a depthwise layer's recomputed
+    channels run as a depthwise layer over doubled input rows where that form applies
+    (zero_point_halves.rows_fix_nodes: cheaper on Helium), else as the regular convolution of the
+    halves; the same int32 sums either way."""
     nodes, tensors = [], dict(graph.tensors)
     for node in graph.nodes:
         if not _splittable(node, graph):
@@ -111,8 +114,9 @@ def split_zero_point_channels(graph: Graph) -> Graph:
         fix_y = fresh_name(tensors, f"{y}__fix")
         yt = graph.t(y)
         tensors[fix_y] = replace(yt, name=fix_y, shape=(*yt.shape[:-1], len(idx)))
-        isa_fix = halves_fix_nodes if node.op.name == "DEPTHWISE_CONV2D" else widen_fix_nodes
-        nodes.extend(isa_fix(node, tensors, v, idx, bias, fix_y)
+        isa_fix = ((rows_fix_nodes,) if depthwise_rows else ()) + (halves_fix_nodes,) \
+            if node.op.name == "DEPTHWISE_CONV2D" else (widen_fix_nodes,)
+        nodes.extend(next(filter(None, (f(node, tensors, v, idx, bias, fix_y) for f in isa_fix)), None)
                      or _offset_fix_nodes(node, graph, tensors, idx, bias, fix_y))
         nodes.append(replace(node, inputs=(x, sym.name, *node.inputs[2:]), outputs=(main_y,)))
         nodes.append(Node(f"{node.name}__scatter", OpKind.SCATTER_CHANNELS, (main_y, fix_y), (y,),

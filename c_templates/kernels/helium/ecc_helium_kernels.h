@@ -98,4 +98,12 @@ __typeof__(ecc_helium_maximum_s8) ecc_helium_minimum_s8;
 /* lut: the portable arguments (a 256-entry int8 table; helium/lut_s8.c.j2) */
 int ecc_helium_lut_s8(int8_t *scratch, const int8_t *table, int32_t size, const int8_t *input, int8_t *output);
 
+/* gather: the portable arguments (runs of rows, or the byte offsets of a short row; helium/gather_s8.c.j2) */
+int ecc_helium_gather_s8(int8_t *scratch, int32_t n_runs, const int32_t *runs, int32_t n_short,
+    const int32_t *bytes, int32_t outer, int32_t dim, int32_t inner, const int8_t *input, int8_t *output);
+
+/* scatter_channels: the portable arguments (helium/scatter_channels_s8.c.j2) */
+int ecc_helium_scatter_channels_s8(int8_t *scratch, int32_t outer, int32_t c, int32_t n, const int32_t *channels,
+    const int8_t *base, const int8_t *update, int8_t *output);
+
 #endif /* ECC_HELIUM_KERNELS_H */
