@@ -15,9 +15,10 @@ from toolchain.isa.packing import ConstantSplit
 from toolchain.ops.fixed_point import f32_scale, graph_rounding
 
 SHIFT_RANGE = (-31, 30)  # TFLite's range; ecc_neon_rq is exact over it
-# neon/add's `_onnx` twin (ecc_neon_mbqm_rne) divides x * 2^lsh * mult by 2^(31 + s) with s >= RNE_PRESHIFT (2^s then lies above the
-# low byte of the lsh lane, the shift SQSHL reads); a saturated x * 2^lsh stays exact after the int8
-# clamp for multipliers of at least RNE_MIN_MULT (the result is then >= 511 in magnitude, like the real one)
+# neon/add's `_onnx` twin (ecc_neon_mbqm_rne) divides x * 2^lsh * mult by 2^(31 + s) with s >= RNE_PRESHIFT
+# (2^s then lies above the low byte of the lsh lane, the shift SQSHL reads); a saturated x * 2^lsh stays
+# exact after the int8 clamp for multipliers of at least RNE_MIN_MULT (the result is then >= 511 in
+# magnitude, like the real one)
 RNE_PRESHIFT = 8
 RNE_MIN_MULT = 2**17
 # ecc_neon_avg_div_rne's float32 quotient decides every tie exactly up to this many window cells
