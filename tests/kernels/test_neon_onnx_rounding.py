@@ -1,105 +1,78 @@
-"""`rounding: onnx` in the NEON kernels (issue 13 item 1): every `_onnx` entry point (one rounding, ties to
-even: ecc_neon_mbqm_rne in c_templates/kernels/neon/ecc_neon_requant.h) bit-exact under qemu-aarch64
-against the numpy oracle, which the portable `_onnx` C twins equal; -128 weights (BL-04) exact on every
-entry point that accepts them; the `_onnx` kernels as fast as the TFLM ones (instruction counts); the
-why_not reasons of the variants.
+"""`rounding: onnx` in the NEON kernels: every `_onnx` entry point bit-exact under qemu-aarch64 against
+the numpy oracle, which the portable `_onnx` C twins equal. Conv / depthwise / FC compute onnxruntime's
+float32 output stage (F32_SPEC; fixed_point.requantize_s8_f32; ecc_neon_rq_f32 in
+c_templates/kernels/neon/ecc_neon_requant.h: SCVTF, FMUL by the channel's float32 scale, FCVTNS); Add
+keeps the exact product rounded once (ecc_neon_mbqm_rne), average pooling its rounding division.
+Also: -128 weights (BL-04) exact on every entry point that accepts them; the `_onnx` kernels at least
+as fast as the TFLM ones (instruction counts); no FMA in the `_onnx` code; the why_not reasons.
 
-- The vector formulation is modelled lane by lane in numpy (SQSHL on the low byte of the shift lane,
-  SQDMULH, MUL, CMTST, ORR, SUB, SRSHL) and held to multiply_by_quantized_multiplier_rne on random,
-  extreme and constructed tie / near-tie products for every shift in [-31, 30].
-- Cases: neon_onnx_cases.py (random, tie-heavy and all-tie requantizations, tails, -128 weights, BL-04).
+- Cases: neon_onnx_cases.py (random, tie-heavy and all-tie requantizations, tails, -128 weights, BL-04,
+  Add and average pooling) and neon_f32_cases.py (float32 ties the exact rounding resolves the other
+  way, both ways, with accumulators beyond 2^24 where SCVTF rounds, on every Conv / depthwise / FC
+  entry point, the sparse constant rows and CHWN included).
 """
 from __future__ import annotations
+
+import re
+import subprocess
 
 import numpy as np
 import pytest
 
 import ecc_kernel_harness as harness
+import neon_f32_cases
 import neon_harness
 import neon_onnx_cases
 from toolchain.isa import neon as nv
-from toolchain.isa.neon_packing import RNE_MIN_MULT, requant_ok, rq_lanes
+from toolchain.isa.neon_packing import RNE_MIN_MULT, qblob, requant_ok, rq_lanes
 from toolchain.ops import conv2d, depthwise_conv2d, fully_connected
 from toolchain.ops.common import Window
-from toolchain.ops.fixed_point import multiply_by_quantized_multiplier_rne, rounding_mode
+from toolchain.ops.fixed_point import f32_scale, quantize_multiplier, rounding_mode
 
 CASES = neon_onnx_cases.onnx_cases()
-I32 = 2**31
+F32_CASES, F32_INFO = neon_f32_cases.f32_tie_cases()
+WEIGHTED = ("conv2d", "depthwise_conv2d", "fully_connected")
 
 
-# ---- the lane-level model of ecc_neon_mbqm_rne --------------------------------------------------------
-def _wrap(v):
-    return (np.asarray(v, object) + I32) % 2**32 - I32
+# ---- the offline half: the float32 scale in the blob --------------------------------------------------
+def test_onnx_lanes_hold_the_f32_scale():
+    """rq_lanes / qblob under onnx: the bits of fixed_point.f32_scale per channel (31-bit multipliers
+    rounded as C's (float) does, shift 31 and -31 included), two zero lanes, padded channels +0.0."""
+    rng = np.random.default_rng(3)
+    mult = np.concatenate([rng.integers(2**30, 2**31, 20), [2**31 - 1, 2**30, 0, 5, 3 << 28]]).astype(np.int64)
+    shift = np.concatenate([rng.integers(-31, 32, 20), [31, -31, 0, 7, -1]]).astype(np.int64)
+    bits, z1, z2 = rq_lanes(mult, shift, mult.size, onnx=True)
+    assert np.array_equal(np.asarray(bits, np.int64).astype(np.int32).view(np.float32), f32_scale(mult, shift))
+    assert not z1.any() and not z2.any()
+    q = qblob(np.arange(mult.size), mult, shift, mult.size, onnx=True).reshape(-1, 4, 4)
+    assert np.array_equal(q[:, 1].reshape(-1)[:mult.size].view(np.float32), f32_scale(mult, shift))
+    assert np.array_equal(q[:, 0].reshape(-1)[:mult.size], np.arange(mult.size))
+    assert not q[:, 1].reshape(-1)[mult.size:].any() and not q[:, 2:].any()
+    s = np.float32(0.011717591)  # F32_SPEC's example: 10113 * S is 118.5 in float32 (exact: above it)
+    m, sh = neon_f32_cases.scale_pair(s)
+    assert neon_f32_cases.f32_of(10113, m, sh) == 118.5 and np.rint(118.5) == 118
+    assert quantize_multiplier(float(s)) == (m, sh)
 
 
-def _sat(v):
-    return np.clip(np.asarray(v, object), -I32, I32 - 1)
-
-
-def _shift_byte(lane):
-    """The shift SQSHL / SRSHL read: the low byte of the lane, signed."""
-    b = np.asarray(lane, object) & 0xFF
-    return np.where(b >= 128, b - 256, b)
-
-
-def neon_mbqm_rne(x, nmult, lshb, rsh):
-    """ecc_neon_rq3 under ECC_NEON_RNE instruction by instruction on int32 lanes (Python ints: no
-    overflow): ecc_neon_mbqm_rne where the rsh lane is negative (ecc_neon_ties), else the tie-free
-    form SRSHL(MVN(SQDMULH(SQSHL(x))))."""
-    x, nmult, lshb, rsh = (np.asarray(a, object) for a in (x, nmult, lshb, rsh))
-    xs = _sat(x * np.vectorize(lambda e: 2**e if e >= 0 else None, otypes=[object])(_shift_byte(lshb)))
-    h = _sat((2 * xs * nmult) // 2**32)                                    # SQDMULH: floor, saturating
-    low = _wrap(xs * nmult)                                                # MUL
-    n = np.where(((h & _wrap(lshb)) != 0) | ((low & (I32 - 1)) != 0) | (rsh >= 0), -1, 0)  # CMTST, CMTST, ORR
-    v = _wrap(n - h)                                                       # SUB
-    s = -_shift_byte(rsh)                                                  # SRSHL by a negative shift
-    return np.array([(vi + (1 << (si - 1))) >> si for vi, si in zip(v, s)], object)
-
-
-def _products(rng, shift: int) -> tuple[np.ndarray, np.ndarray]:
-    """(x, mult) pairs for one shift: random and extreme values, exact ties (x * mult an odd multiple
-    of 2^(t-1), t = 31 - shift) and their neighbours x +- 1."""
-    mults = np.concatenate([rng.integers(2**30, 2**31, 40), [2**30, 3 * 2**29, 2**31 - 1, RNE_MIN_MULT, 0]])
-    xs = [rng.integers(-I32, I32, 40), [0, 1, -1, I32 - 1, -I32, 255 << 20, -(255 << 20)],
-          rng.integers(-4096, 4096, 40)]
-    t = 31 - shift
-    for m in (2**30, 3 * 2**29, 5 * 2**28):
-        tz = (m & -m).bit_length() - 1           # m = odd * 2^tz
-        if t - 1 - tz >= 0:
-            odd = 2 * np.concatenate([rng.integers(-2**20, 2**20, 20), rng.integers(-8, 8, 20)]) + 1
-            x_tie = odd * 2 ** (t - 1 - tz)
-            x_tie = x_tie[(x_tie >= -I32) & (x_tie < I32)]
-            xs += [x_tie, x_tie + 1, x_tie - 1]
-    x = np.concatenate([np.asarray(a, np.int64) for a in xs])
-    x = x[(x >= -I32) & (x < I32)]
-    xx, mm = np.meshgrid(x, mults)
-    return xx.reshape(-1), mm.reshape(-1)
-
-
-@pytest.mark.parametrize("shift", range(-31, 31))
-def test_lane_model_equals_the_oracle(shift):
-    """The NEON formula equals the oracle exactly where x * 2^lsh does not saturate, and after the int8
-    clamp (+- any output offset) where it does; exact ties are present for every shift <= 0. Lanes per
-    multiplier (rq_lanes of a one-channel layer): the tie-free form where the multiplier allows it."""
-    rng = np.random.default_rng(1000 + shift)
-    x, m = _products(rng, shift)
-    lanes = {int(v): rq_lanes([v], [shift], 1, onnx=True) for v in np.unique(m)}
-    nm, lshb, rsh = (np.array([int(lanes[int(v)][i][0]) for v in m], np.int64) for i in range(3))
-    assert (rsh >= 0).any() and (rsh < 0).any()
-    got = neon_mbqm_rne(x, _wrap(nm), _wrap(lshb), _wrap(rsh)).astype(np.int64)
-    want = multiply_by_quantized_multiplier_rne(x, m, shift)
-    lsh = np.asarray(_shift_byte(_wrap(lshb)), np.int64)
-    exact = (np.abs(x.astype(object) * 2 ** lsh.astype(object)) < I32 - 1) & ((rsh < 0) | (np.abs(want) < 500))
-    assert np.array_equal(got[exact], want[exact]), shift
-    assert np.array_equal(np.clip(got, -300, 300), np.clip(want, -300, 300)), shift
-    if shift <= 0:
-        p = x.astype(object) * m.astype(object)
-        assert any(pi % 2 ** (31 - shift) == 2 ** (30 - shift) for pi in p), "no exact tie built"
+def test_f32_tie_cases_discriminate():
+    """Every float32-tie layer has ties resolved below and above the exact rounding and accumulators
+    past 2^24; no real tie of the all-tie cases or of random products is lost in float32."""
+    assert len(F32_INFO) == 7
+    for info in F32_INFO:
+        assert info["down"] >= 2 and info["up"] >= 2 and info["big"] >= 2, info
+    rng = np.random.default_rng(4)
+    shift = -(1 + np.arange(31))
+    n = neon_f32_cases.assert_no_lost_real_tie(neon_onnx_cases.tie_bias(rng, shift), 2**30, shift)
+    m = np.concatenate([np.full(64, 2**30), 3 * 2**29 + np.zeros(64, np.int64), rng.integers(1, 2**24, 64) << 7])
+    sh = rng.integers(-20, 1, m.size)
+    acc = (2 * rng.integers(-200, 200, m.size) + 1) << np.maximum(-sh, 0)
+    n += neon_f32_cases.assert_no_lost_real_tie(acc, m, sh)
+    assert n >= 80, n  # the 31 all-tie biases and the 64 products of multiplier 2^30 at least
 
 
 def test_requant_ok_onnx_bounds():
-    """The onnx twins refuse multipliers the saturation argument does not cover (a non-zero multiplier
-    below 2^17 with a shift above -8), the tflm ones do not care."""
+    """neon/add's `_onnx` twin (ecc_neon_mbqm_rne) refuses output multipliers the saturation argument
+    does not cover (a non-zero multiplier below 2^17 with a shift above -8), the tflm one does not care."""
     assert requant_ok([-7], [RNE_MIN_MULT - 1]) and not requant_ok([-7], [RNE_MIN_MULT - 1], onnx=True)
     assert requant_ok([-8], [5], onnx=True) and requant_ok([3], [0], onnx=True)
     assert requant_ok([0, -3], [2**30, 2**31 - 1], onnx=True) and not requant_ok([31], [2**30], onnx=True)
@@ -144,6 +117,7 @@ def test_portable_onnx_twins_equal_the_oracle(portable):
 
 # ---- the NEON `_onnx` entry points under QEMU -----------------------------------------------------------
 _RUNS: dict[str, tuple] = {}
+_ELFS: dict = {}
 
 
 def _board_cases(board: str, cases=None) -> list:
@@ -153,27 +127,32 @@ def _board_cases(board: str, cases=None) -> list:
 
 @pytest.fixture(scope="module")
 def run_board(tmp_path_factory, need_board):
-    """board -> (per-case results, instruction counts) of CASES + speed_cases(), one build and run."""
+    """board -> (cases, per-case results, instruction counts) of CASES + F32_CASES + speed_cases(), one
+    build and run."""
     def get(board: str):
         if board not in _RUNS:
             need_board(board)
             out = tmp_path_factory.mktemp(f"neon_onnx_{board}")
-            elf = neon_harness.build(board, out)
-            cases = _board_cases(board, CASES + speed_cases())
+            elf = _ELFS[board] = neon_harness.build(board, out)
+            cases = _board_cases(board, CASES + F32_CASES + speed_cases())
             _RUNS[board] = (cases, *neon_harness.run(board, elf, cases, out / "run"))
         return _RUNS[board]
     return get
 
 
 def test_cases_cover_every_onnx_entry_point():
-    """Each `_onnx` prototype of ecc_neon_kernels.h has cases, tie-heavy ones included; BL-04's -128 x
-    -128 shapes run on every entry point but the pairing ones."""
+    """Each `_onnx` prototype of ecc_neon_kernels.h has cases, tie-heavy ones included, and each Conv /
+    depthwise / FC one float32-tie cases; BL-04's -128 x -128 shapes run on every entry point but the
+    pairing ones."""
     onnx = {f for f in neon_harness.prototypes() if f.endswith("_onnx")}
     used = {c.function for c in CASES}
     assert onnx and onnx <= used, onnx - used
     for f in onnx - {"ecc_neon_conv2d_chwn_s8_onnx", "ecc_neon_depthwise_conv2d_chwn_s8_onnx",
                      "ecc_neon_avg_pool2d_chwn_s8_onnx"}:
         assert any(c.function == f and "ties" in c.name for c in CASES), f
+    weighted = {f for f in onnx if any(f.startswith(f"ecc_neon_{op}_") for op in WEIGHTED)}
+    f32 = {c.function for c in F32_CASES}
+    assert len(weighted) == 18 and weighted <= f32, weighted - f32
     bl04 = {c.function for c in CASES if c.name.startswith("bl04_")}
     assert not any(("_nopair" not in f and "_dot" not in f) for f in bl04), bl04
     assert {"ecc_neon_fully_connected_nopair_s8_onnx", "ecc_neon_fully_connected_dot_s8",
@@ -233,8 +212,8 @@ def speed_cases() -> list:
 
 def test_onnx_entry_points_as_fast_as_tflm(run_board):
     """On `aarch64` (instruction counts): each `_onnx` entry point retires at most as many instructions
-    as its tflm twin on the same layer (the epilogue is the only difference: 4 instructions a quad
-    against 5), and at most 15% more on a layer whose multipliers can make exact ties (8 a quad)."""
+    as its tflm twin on the same layer, ties or not (the epilogue is the only difference: SCVTF, FMUL,
+    FCVTNS, 3 instructions a quad against TFLite's 5)."""
     cases, res, counts = run_board("aarch64")
     if not counts:
         pytest.skip("no instruction counts on this QEMU (tcount plugin)")
@@ -244,8 +223,28 @@ def test_onnx_entry_points_as_fast_as_tflm(run_board):
              for c, n in zip(cases, counts) if c.name.startswith("speed_tflm")]
     assert len(pairs) >= 9, pairs
     print("\n".join(f"{tag} {f}: tflm {t} onnx {o} ({o / t - 1:+.1%})" for tag, f, t, o in pairs))
-    slow = [p for p in pairs if p[3] > (1.15 if p[0].endswith("ties") else 1.0) * p[2]]
+    slow = [p for p in pairs if p[3] > p[2]]
     assert not slow, slow
+
+
+# ---- no FMA: the float32 product goes straight into the rounding conversion --------------------------
+@pytest.mark.parametrize("board", neon_harness.BOARDS)
+def test_onnx_kernels_have_no_fused_multiply_add(run_board, board):
+    """The board's test program (the kernels as the board's flags compile them): no `_onnx` function
+    holds an FMA-family instruction (a contracted fl32(acc) * S + c would round once, not twice) and
+    each Conv / depthwise / FC one converts with FCVTNS (round to nearest, ties to even)."""
+    run_board(board)
+    from targets import load_target
+
+    objdump = load_target(board).nm.replace("-nm", "-objdump")
+    asm = subprocess.run([objdump, "-d", "--no-show-raw-insn", str(_ELFS[board])], capture_output=True, text=True,
+                         check=True).stdout
+    bodies = dict(re.findall(r"^[0-9a-f]+ <(ecc_neon_\w+_onnx)>:\n(.*?)(?=\n\n)", asm, flags=re.M | re.S))
+    weighted = [f for f in bodies if any(f.startswith(f"ecc_neon_{op}_") for op in WEIGHTED)]
+    assert len(weighted) == (18 if neon_harness.board_has_dotprod(board) else 14), sorted(bodies)
+    fused = [f for f, body in bodies.items() if re.search(r"\s(fml[as]|f[n]?m(add|sub))\s", body)]
+    assert not fused, fused
+    assert all("fcvtns" in bodies[f] and "fmul" in bodies[f] for f in weighted)
 
 
 # ---- why_not ------------------------------------------------------------------------------------------
@@ -268,8 +267,10 @@ def test_refusals_in_the_users_words():
                                       pointwise=True)
     low = {**k, "out_mult": [1000], "out_shift": [0]}
     assert nv.conv2d_refusal(low, (1, 4, 4, 16), w, (1, 4, 4, 4), kind="dot", pointwise=True) is None
-    assert "rounding: onnx" in nv.conv2d_refusal(low, (1, 4, 4, 16), w, (1, 4, 4, 4), kind="dot", pointwise=True,
-                                                 onnx=True)
+    assert nv.conv2d_refusal(low, (1, 4, 4, 16), w, (1, 4, 4, 4), kind="dot", pointwise=True, onnx=True) is None
+    big = {**k, "out_mult": [2**30], "out_shift": [31]}  # a float32 scale of 2^30: only tflm's range refuses it
+    assert "shift range" in nv.conv2d_refusal(big, (1, 4, 4, 16), w, (1, 4, 4, 4), kind="dot", pointwise=True)
+    assert nv.conv2d_refusal(big, (1, 4, 4, 16), w, (1, 4, 4, 4), kind="dot", pointwise=True, onnx=True) is None
     kd = dict(depth_multiplier=1, out_mult=[2**30], out_shift=[-3])
     assert nv.depthwise_refusal(kd, (1, 5, 5, 12), np.ones((1, 3, 3, 12), np.int8), pair=False, three=True) == \
         "channels not a multiple of 8"

@@ -16,9 +16,12 @@ TFLite's MultiplyByQuantizedMultiplier for every accumulator when the shift is i
 
 Rounding: every variant with a requantization epilogue (or a rounding division: average pooling) has
 a `rounding: onnx` twin rendered from the same template (function `..._s8_onnx`, kernel
-`neon..._onnx`; neon_variant's `rounding`), chosen by fixed_point.graph_rounding: its blob
-(neon_packing.rq_lanes) feeds ecc_neon_mbqm_rne, one rounding, ties to even, equal to the portable
-`_onnx` twins (c_templates/kernels/neon/ecc_neon_requant.h has the proof). Each variant's `why_not`
+`neon..._onnx`; neon_variant's `rounding`), chosen by fixed_point.graph_rounding, equal to the
+portable `_onnx` twins. Conv / depthwise / FC: onnxruntime's float32 output stage (F32_SPEC;
+fixed_point.requantize_s8_f32): the blob (neon_packing.rq_lanes) holds the float32 scale
+fixed_point.f32_scale per channel, and ecc_neon_rq_f32 converts, multiplies and rounds to even in
+float32 (c_templates/kernels/neon/ecc_neon_requant.h). Add: the exact product rounded once, ties to
+even (ecc_neon_mbqm_rne); average pooling: ecc_neon_avg_div_rne. Each variant's `why_not`
 gives the first reason it steps aside (conv2d_refusal, depthwise_refusal, fc_refusal).
 """
 from __future__ import annotations
@@ -100,12 +103,11 @@ def _const(graph: Graph, name: str) -> np.ndarray | None:
 
 # ---- conv2d: pointwise (direct GEMM) and general (im2col + GEMM) ------------------------------------
 def quant_refusal(k: dict, pair_unsafe: bool, onnx: bool) -> str | None:
-    """Why a NEON entry point cannot take the layer's multipliers (ecc_neon_rq) or, for a pairing
-    kernel whose pairs are not exact (gemm_pair_safe, taps_pair_safe: BL-04), its weights, or None."""
-    if not requant_ok(k["out_shift"], k["out_mult"]):
+    """Why a NEON entry point cannot take the layer's multipliers (ecc_neon_rq; the `_onnx` twins'
+    float32 scale, ecc_neon_rq_f32, takes any) or, for a pairing kernel whose pairs are not exact
+    (gemm_pair_safe, taps_pair_safe: BL-04), its weights, or None."""
+    if not onnx and not requant_ok(k["out_shift"], k["out_mult"]):
         return "a requantization scale outside TFLite's shift range [-31, 30]"
-    if onnx and not requant_ok(k["out_shift"], k["out_mult"], onnx=True):
-        return "a requantization multiplier below 2^17 with a shift above -8 (rounding: onnx)"
     if pair_unsafe:
         return "weights hold -128 in both products of an int16 lane"
     return None

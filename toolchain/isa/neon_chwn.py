@@ -5,7 +5,8 @@ Chosen only for nodes the layout pass (passes/select_layout.py) put into CHWN
 
 Unlike the NHWC kernels they add the input offset to every input (SADDW) and skip the taps outside
 the input, as TFLM does, so the bias is not folded; the requantization is the same
-(ecc_neon_mbqm, per output channel {bias, mult, lsh, rsh} broadcast over the batch lanes).
+(ecc_neon_mbqm, per output channel {bias, mult, lsh, rsh} broadcast over the batch lanes; the `_onnx`
+twins: {bias, float32 scale bits, 0, 0}, ecc_neon_rq_f32).
 """
 from __future__ import annotations
 
@@ -40,7 +41,8 @@ def batch_ok(graph: Graph, node: Node) -> bool:
 
 def per_channel_q(bias, mult, shift, n: int, onnx: bool = False) -> np.ndarray:
     """[n][4] int32: bias (not folded) and the requantization lanes {multiplier, left shift, right
-    shift} (neon_packing.rq_lanes; `onnx`: ecc_neon_mbqm_rne's) per output channel."""
+    shift} (neon_packing.rq_lanes; `onnx`: the float32 scale's bits and two zero lanes) per output
+    channel."""
     q = np.zeros((n, 4), np.int64)
     q[:, 0] = 0 if bias is None else np.asarray(bias, np.int64).reshape(-1)
     q[:, 1], q[:, 2], q[:, 3] = rq_lanes(mult, shift, n, onnx)
@@ -63,12 +65,17 @@ def _const(graph: Graph, name: str):
     return t.data if t.is_const else None
 
 
+def _requant_ok(k: dict, onnx: bool) -> bool:
+    """ecc_neon_mbqm's shift and multiplier range (tflm); the `_onnx` float32 scale takes any."""
+    return onnx or requant_ok(k["out_shift"], k["out_mult"])
+
+
 def conv2d_chwn_plan(k: dict, x_shape, w: np.ndarray | None, bias, y_shape, *, x: str = "input",
                      y: str = "output", onnx: bool = False) -> list[CArg] | None:
     """The argument list of neon/conv2d_chwn for the conv2d_s8 keyword arguments `k`, OHWI weights and
     logical NHWC shapes; None when it does not apply (grouped conv, activation weights, a batch not a
     multiple of 8, shifts or multipliers out of range). onnx: the `_onnx` entry point's lanes."""
-    if w is None or w.shape[3] != x_shape[3] or x_shape[0] % 8 or not requant_ok(k["out_shift"], k["out_mult"], onnx):
+    if w is None or w.shape[3] != x_shape[3] or x_shape[0] % 8 or not _requant_ok(k, onnx):
         return None
     return [*map(CArg.lit, [*k["stride"], *k["pad"], *k["dilation"], k["input_offset"], k["output_offset"],
                             k["act_min"], k["act_max"], *storage_dims(x_shape, "CHWN")]), CArg("act", x),
@@ -83,7 +90,7 @@ def depthwise_chwn_plan(k: dict, x_shape, w: np.ndarray | None, bias, y_shape, *
     `k` and [1, KH, KW, C] weights; None when it does not apply (depth multiplier != 1, activation
     weights, a batch not a multiple of 8, shifts or multipliers out of range)."""
     if (w is None or k["depth_multiplier"] != 1 or x_shape[0] % 8
-            or not requant_ok(k["out_shift"], k["out_mult"], onnx)):
+            or not _requant_ok(k, onnx)):
         return None
     c = w.shape[3]
     return [*map(CArg.lit, [*k["stride"], *k["pad"], *k["dilation"], k["input_offset"], k["output_offset"],

@@ -12,17 +12,17 @@ import numpy as np
 
 from toolchain.ir import Graph, Node
 from toolchain.isa.packing import ConstantSplit
-from toolchain.ops.fixed_point import graph_rounding
+from toolchain.ops.fixed_point import f32_scale, graph_rounding
 
 SHIFT_RANGE = (-31, 30)  # TFLite's range; ecc_neon_rq is exact over it
-# ecc_neon_mbqm_rne divides x * 2^lsh * mult by 2^(31 + s) with s >= RNE_PRESHIFT (2^s then lies above the
-# low byte of the lsh lane, the shift SQSHL reads); a saturated x * 2^lsh stays exact after the int8
-# clamp for multipliers of at least RNE_MIN_MULT (the result is then >= 511 in magnitude, like the real one)
+# neon/add's `_onnx` twin (ecc_neon_mbqm_rne) divides x * 2^lsh * mult by 2^(31 + s) with s >= RNE_PRESHIFT
+# (2^s then lies above the low byte of the lsh lane, the shift SQSHL reads); a saturated x * 2^lsh stays
+# exact after the int8 clamp for multipliers of at least RNE_MIN_MULT (the result is then >= 511 in
+# magnitude, like the real one)
 RNE_PRESHIFT = 8
 RNE_MIN_MULT = 2**17
 # ecc_neon_avg_div_rne's float32 quotient decides every tie exactly up to this many window cells
 AVG_ONNX_CELLS = 32768
-RNE_TIE_ODD = 2**10  # a multiplier odd * 2^z puts every exact tie at |result| >= odd / 2 (ecc_neon_ties)
 
 
 def gemm_pair_safe(w2d: np.ndarray) -> bool:
@@ -64,8 +64,9 @@ def fold_bias(w2d: np.ndarray, bias: np.ndarray | None, input_offset: int) -> np
 
 def requant_ok(shift, mult, onnx: bool = False) -> bool:
     """The shifts are inside SHIFT_RANGE and the multipliers in [0, 2^31) (TFLite's are; ecc_neon_mbqm
-    relies on it); `onnx` (ecc_neon_mbqm_rne): besides, every multiplier of a shift above -RNE_PRESHIFT
-    is 0 or at least RNE_MIN_MULT (QuantizeMultiplier's are >= 2^30)."""
+    relies on it); `onnx` (neon/add's output, ecc_neon_mbqm_rne): besides, every multiplier of a shift
+    above -RNE_PRESHIFT is 0 or at least RNE_MIN_MULT (QuantizeMultiplier's are >= 2^30). The weighted
+    kernels' `_onnx` twins (float32 scale, ecc_neon_rq_f32) take any multiplier: no check."""
     s, m = np.asarray(shift, np.int64).reshape(-1), np.asarray(mult, np.int64).reshape(-1)
     if not (s.size and m.size and s.min() >= SHIFT_RANGE[0] and s.max() <= SHIFT_RANGE[1]
             and m.min() >= 0 and m.max() < 2**31):
@@ -79,31 +80,21 @@ def requant_ok(shift, mult, onnx: bool = False) -> bool:
 
 def rq_lanes(mult, shift, n: int, onnx: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The requantization lanes {mult, lsh, rsh} of n channels (int64), as ecc_neon_rq reads them:
-    tflm (ecc_neon_mbqm): mult, max(shift, 0), min(shift, 0); onnx (ecc_neon_mbqm_rne): -mult,
-    lsh | 2^s, -s with lsh = shift + 8, s = 8 for shift >= -7, else lsh = 0, s = -shift; -s as its
-    low byte (same shift, positive lane) when no multiplier can make a tie (rne_ties, ecc_neon_ties)."""
+    tflm (ecc_neon_mbqm): mult, max(shift, 0), min(shift, 0); onnx (ecc_neon_rq_f32, the output stage
+    of Conv / depthwise / FC under rounding "onnx"): the bits of the float32 scale
+    fixed_point.f32_scale(mult, shift) as an int32, then two unused zero lanes."""
     m = np.broadcast_to(np.asarray(mult, np.int64).reshape(-1), (n,))
     sh = np.broadcast_to(np.asarray(shift, np.int64).reshape(-1), (n,))
     if not onnx:
         return m, np.maximum(sh, 0), np.minimum(sh, 0)
-    lsh = np.maximum(sh + RNE_PRESHIFT, 0)
-    s = lsh - sh
-    return -m, lsh | (np.int64(1) << s), -s if rne_ties(m) else (-s) & 0xFF
-
-
-def rne_ties(mult) -> bool:
-    """Whether a layer's multipliers may requantize an exact tie that the int8 clamp keeps under
-    rounding "onnx": one is non-zero with an odd part below RNE_TIE_ODD (ecc_neon_ties: its `_onnx`
-    kernels then test for ties, 4 more instructions per 4 outputs)."""
-    m = np.asarray(mult, np.int64).reshape(-1)
-    m = m[m != 0]
-    return bool(m.size and np.min(m // (m & -m)) < RNE_TIE_ODD)
+    bits = np.ascontiguousarray(f32_scale(m, sh), np.float32).view(np.int32).astype(np.int64)
+    return bits, np.zeros(n, np.int64), np.zeros(n, np.int64)
 
 
 def qblob(bias: np.ndarray, mult, shift, n: int, onnx: bool = False) -> np.ndarray:
     """The requantization blob (ecc_neon.h): per quad of output channels {bias', mult, lsh, rsh}
-    as four int32 vectors (rq_lanes; `onnx`: ecc_neon_mbqm_rne's); channels padded to a multiple of
-    4 with zeros (multiplier 0)."""
+    as four int32 vectors (rq_lanes; `onnx`: {bias', float32 scale bits, 0, 0}, ecc_neon_rq_f32);
+    channels padded to a multiple of 4 with zeros (multiplier 0, scale +0.0)."""
     np4 = -(-n // 4) * 4
     cols = np.zeros((4, np4), np.int64)
     cols[0, :n] = bias

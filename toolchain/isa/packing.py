@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from toolchain.ir import Graph, Node
-from toolchain.ops.fixed_point import graph_rounding, rescale
+from toolchain.ops.fixed_point import graph_rounding, requantize_s8_f32, rescale
 from toolchain.ops.registry import CArg, KernelVariant
 
 DSP_HEADERS = ("dsp/ecc_dsp_kernels.h", "dsp/ecc_dsp.h")
@@ -271,9 +271,19 @@ def constant_channels(w2d: np.ndarray, folded_bias: np.ndarray, mult: np.ndarray
     lo = b + np.where(w > 0, -128 * w, 127 * w).sum(axis=1)
     hi = b + np.where(w > 0, 127 * w, -128 * w).sum(axis=1)
     inside = (lo >= -INT32_LIMIT) & (hi < INT32_LIMIT)
-    y = [np.clip(rescale(np.clip(v, -INT32_LIMIT, INT32_LIMIT - 1), mult, shift, rounding)
-                 + int(output_offset), *act_range) for v in (lo, hi)]
+    y = [_output_stage(np.clip(v, -INT32_LIMIT, INT32_LIMIT - 1), mult, shift, output_offset, act_range, rounding)
+         for v in (lo, hi)]
     return np.where(inside & (y[0] == y[1]), y[0], LIVE)
+
+
+def _output_stage(acc: np.ndarray, mult, shift, output_offset: int, act_range: tuple[int, int],
+                  rounding: str) -> np.ndarray:
+    """The int8 output (int64 [O]) of a weighted layer for accumulators acc: rounding "onnx" is the
+    float32 output stage (requantize_s8_f32, also monotone: float32 conversion, multiply by S >= 0 and
+    rint all are), "tflm" rescale + offset + clamp."""
+    if rounding == "onnx":
+        return requantize_s8_f32(acc, mult, shift, output_offset, *act_range).astype(np.int64)
+    return np.clip(rescale(acc, mult, shift, rounding) + int(output_offset), *act_range)
 
 
 def fold_layer(w2d: np.ndarray, bias: np.ndarray | None, input_offset: int, mult: np.ndarray, shift: np.ndarray,

@@ -8,8 +8,8 @@
  * - Requantization parameters travel as one int32 blob, per quad of output channels four vectors:
  *   bias', multiplier, left shift max(shift, 0), right shift min(shift, 0) (ecc_neon_rq; one LD1 of
  *   four registers). Output channels are padded to a multiple of 4 (multiplier 0). The rounding: onnx
- *   twins (`_onnx`, mode ECC_NEON_RNE) read {bias', -multiplier, lsh | 2^s, -s} instead
- *   (ecc_neon_mbqm_rne; the sign of the first rsh lane flags layers that may requantize a tie).
+ *   twins (`_onnx`, mode ECC_NEON_F32) read {bias', float32 scale (its bits), 0, 0} instead: the
+ *   float32 output stage of onnxruntime (ecc_neon_rq_f32; the scale is fixed_point.f32_scale).
  * - GEMM weights (conv2d, conv2d_1x1, fully_connected), K = the row length padded to a multiple of 4
  *   (dotprod) or 8 (Armv8.0). Output channels are cut into tiles of 16, then one of 8 if at least 8
  *   remain, then tiles of 4 (the last one zero-padded):

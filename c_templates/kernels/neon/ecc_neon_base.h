@@ -15,8 +15,9 @@
  * flags ORed together. */
 #define ECC_NEON_NOPAIR 0 /* one product per int16 lane: any weights; rounding: tflm */
 #define ECC_NEON_PAIR 1   /* two products per int16 lane: no lane pairs two -128 weights (Armv8.0) */
-#define ECC_NEON_RNE 2    /* rounding: onnx requantization (ecc_neon_mbqm_rne, blob of qblob(onnx=True)) */
-#define ECC_NEON_TIES 4   /* with ECC_NEON_RNE: a channel may requantize an exact tie (ecc_neon_ties) */
+#define ECC_NEON_RNE 2    /* rounding: onnx, neon/add: the exact product rounded once (ecc_neon_mbqm_rne) */
+#define ECC_NEON_TIES 4   /* with ECC_NEON_RNE: the multiplier may requantize an exact tie (ecc_neon_rne_lanes) */
+#define ECC_NEON_F32 8    /* rounding: onnx, Conv / depthwise / FC: the float32 output stage (ecc_neon_rq_f32) */
 
 /* the first n (1..4) bytes of v to dst (any alignment) */
 ECC_NEON_INLINE void ecc_neon_store_n(int8_t *dst, int8x8_t v, int32_t n)

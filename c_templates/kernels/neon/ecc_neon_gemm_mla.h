@@ -20,10 +20,10 @@
 
 #define ECC_NEON_MLA_ROW(A, X)                    \
     do {                                          \
-        ECC_NEON_MLA16(A[0], X, wv.val[0]);       \
-        ECC_NEON_MLA16(A[1], X, wv.val[1]);       \
-        ECC_NEON_MLA16(A[2], X, wv.val[2]);       \
-        ECC_NEON_MLA16(A[3], X, wv.val[3]);       \
+        ECC_NEON_MLA16(A[0], X, w0);              \
+        ECC_NEON_MLA16(A[1], X, w1);              \
+        ECC_NEON_MLA16(A[2], X, w2);              \
+        ECC_NEON_MLA16(A[3], X, w3);              \
     } while (0)
 
 #define ECC_NEON_MLA_ROW8(A, Y)                                                      \
@@ -43,14 +43,25 @@ ECC_NEON_INLINE const int8_t *ecc_neon_mla_tile(const int8_t *const *rows, int32
 {
     int32x4_t a0[4], a1[4], a2[4], a3[4], s0, s1, s2, s3;
     const int8_t *r0 = rows[0], *r1 = rows[1], *r2 = rows[2], *r3 = rows[3];
-    int32x4x4_t qv;
     int32_t k, c;
 #pragma GCC unroll 4
     for (c = 0; c < 4; ++c) {
         a0[c] = a1[c] = a2[c] = a3[c] = vdupq_n_s32(0);
     }
     for (k = 0; k + 16 <= K; k += 16, w += 64) {
-        const int8x16x4_t wv = vld1q_s8_x4(w);
+        int8x16_t w0, w1, w2, w3;
+        if (mode & ECC_NEON_F32) { /* four loads: with one LD1 of four registers GCC 12 spills them here */
+            w0 = vld1q_s8(w);
+            w1 = vld1q_s8(w + 16);
+            w2 = vld1q_s8(w + 32);
+            w3 = vld1q_s8(w + 48);
+        } else {
+            const int8x16x4_t wv = vld1q_s8_x4(w);
+            w0 = wv.val[0];
+            w1 = wv.val[1];
+            w2 = wv.val[2];
+            w3 = wv.val[3];
+        }
         const int8x16_t x0 = vld1q_s8(r0 + k), x1 = vld1q_s8(r1 + k), x2 = vld1q_s8(r2 + k), x3 = vld1q_s8(r3 + k);
         ECC_NEON_MLA_ROW(a0, x0);
         ECC_NEON_MLA_ROW(a1, x1);
@@ -66,11 +77,19 @@ ECC_NEON_INLINE const int8_t *ecc_neon_mla_tile(const int8_t *const *rows, int32
         ECC_NEON_MLA_ROW8(a3, y3);
         w += 32;
     }
-    qv = vld1q_s32_x4(q);
-    s0 = ecc_neon_rq(vaddq_s32(ECC_NEON_HSUM4(a0), qv.val[0]), qv, mode);
-    s1 = ecc_neon_rq(vaddq_s32(ECC_NEON_HSUM4(a1), qv.val[0]), qv, mode);
-    s2 = ecc_neon_rq(vaddq_s32(ECC_NEON_HSUM4(a2), qv.val[0]), qv, mode);
-    s3 = ecc_neon_rq(vaddq_s32(ECC_NEON_HSUM4(a3), qv.val[0]), qv, mode);
+    if (mode & ECC_NEON_F32) { /* {bias', scale}: the two vectors it reads (fewer live registers) */
+        const int32x4_t bias = vld1q_s32(q), scale = vld1q_s32(q + 4);
+        s0 = ecc_neon_rq_f32(vaddq_s32(ECC_NEON_HSUM4(a0), bias), scale);
+        s1 = ecc_neon_rq_f32(vaddq_s32(ECC_NEON_HSUM4(a1), bias), scale);
+        s2 = ecc_neon_rq_f32(vaddq_s32(ECC_NEON_HSUM4(a2), bias), scale);
+        s3 = ecc_neon_rq_f32(vaddq_s32(ECC_NEON_HSUM4(a3), bias), scale);
+    } else {
+        const int32x4x4_t qv = vld1q_s32_x4(q);
+        s0 = ecc_neon_rq(vaddq_s32(ECC_NEON_HSUM4(a0), qv.val[0]), qv, mode);
+        s1 = ecc_neon_rq(vaddq_s32(ECC_NEON_HSUM4(a1), qv.val[0]), qv, mode);
+        s2 = ecc_neon_rq(vaddq_s32(ECC_NEON_HSUM4(a2), qv.val[0]), qv, mode);
+        s3 = ecc_neon_rq(vaddq_s32(ECC_NEON_HSUM4(a3), qv.val[0]), qv, mode);
+    }
     {
         const int8x8_t v01 = ecc_neon_out8(s0, s1, o->off, o->lo, o->hi);
         const int8x8_t v23 = ecc_neon_out8(s2, s3, o->off, o->lo, o->hi);

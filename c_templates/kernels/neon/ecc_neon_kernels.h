@@ -194,8 +194,9 @@ int ecc_neon_minimum_s8(int8_t *scratch,
 int ecc_neon_lut_s8(int8_t *scratch, const int8_t *table, int32_t size, const int8_t *input, int8_t *output);
 
 /* rounding: onnx twins of the kernels with a requantization epilogue or a rounding division:
- * `<name>_onnx`, the same arguments, the same source (c_templates/kernels/neon/ecc_neon_requant.h,
- * ecc_neon_mbqm_rne), a `qparams` blob from qblob(onnx=True) (toolchain/isa/neon_packing.py). */
+ * `<name>_onnx`, the same arguments, the same source (c_templates/kernels/neon/ecc_neon_requant.h:
+ * ecc_neon_rq_f32 for Conv / depthwise / FC, whose `qparams` blob comes from qblob(onnx=True) in
+ * toolchain/isa/neon_packing.py; ecc_neon_mbqm_rne for Add; ecc_neon_avg_div_rne for average pooling). */
 #define ECC_NEON_ONNX_TWIN(f) __typeof__(f) f##_onnx
 ECC_NEON_ONNX_TWIN(ecc_neon_conv2d_dot_s8);
 ECC_NEON_ONNX_TWIN(ecc_neon_conv2d_s8);

@@ -1,6 +1,6 @@
 /* edgecc NEON helpers: the output stage: TFLite's MultiplyByQuantizedMultiplier on four
- * lanes (rounding: tflm) or the product rounded once, ties to even (rounding: onnx), output offset,
- * clamp, int8 stores.
+ * lanes (rounding: tflm), under rounding: onnx onnxruntime's float32 requantization (Conv /
+ * depthwise / FC) or the product rounded once, ties to even (Add), output offset, clamp, int8 stores.
  * Part of ecc_neon.h, where the conventions are documented. */
 #ifndef ECC_NEON_REQUANT_H
 #define ECC_NEON_REQUANT_H
@@ -20,9 +20,21 @@ ECC_NEON_INLINE int32x4_t ecc_neon_mbqm(int32x4_t x, int32x4_t mult, int32x4_t l
     return vrshlq_s32(x, rsh);
 }
 
-/* rounding: onnx. x * mult * 2^(shift - 31) rounded once, ties to even, per lane: equal to the portable
+/* rounding: onnx, the output stage of Conv / depthwise / FC (onnxruntime's integer kernels,
+ * MlasRequantizeOutput): rint(fl32(fl32(acc) * S)) per lane, S the channel's float32 scale (the blob's
+ * mult lane holds its bits: toolchain/isa/neon_packing.py rq_lanes, from fixed_point.f32_scale). SCVTF
+ * rounds acc to nearest even as C's (float) does, FMUL is one float32 rounding, FCVTNS rounds to
+ * nearest, ties to even, saturating at int32 (the int8 output stage keeps the sign: exact after the
+ * clamp). |acc| < 2^31 and S < 2^31 keep the product finite. The product feeds the conversion and no
+ * add: nothing can be contracted into an FMA. Numpy twin: fixed_point.requantize_s8_f32. */
+ECC_NEON_INLINE int32x4_t ecc_neon_rq_f32(int32x4_t acc, int32x4_t scale_bits)
+{
+    return vcvtnq_s32_f32(vmulq_f32(vcvtq_f32_s32(acc), vreinterpretq_f32_s32(scale_bits)));
+}
+
+/* rounding: onnx, neon/add's output. x * mult * 2^(shift - 31) rounded once, ties to even, per lane: equal to the portable
  * ecc_multiply_by_quantized_multiplier_rne for shift in [-31, 30] and mult 0 or >= 2^17 where
- * shift >= -7 (toolchain/isa/neon_packing.py requant_ok). The lanes hold, prepared offline (qblob):
+ * shift >= -7 (toolchain/isa/neon_packing.py requant_ok). The lanes hold (ecc_neon_rne_lanes):
  *   nmult = -mult; lsh = shift + 8 and s = 8 when shift >= -7, else lsh = 0 and s = -shift (so s >= 8 and
  *   t = 31 + s = 31 - shift + lsh); lshb = lsh | 2^s; rsh = -s.
  * Why it is exact. SQSHL reads the low byte of lshb only (= lsh; 2^s >= 2^8 lies above it). Let
@@ -46,10 +58,16 @@ ECC_NEON_INLINE int32x4_t ecc_neon_mbqm_rne(int32x4_t x, int32x4_t nmult, int32x
 }
 
 /* Requantization of four accumulators (the bias already in them) with the lanes {mult, lsh, rsh} of
- * the blob {bias', mult, lsh, rsh}: ecc_neon_mbqm, or under ECC_NEON_RNE in `mode` ecc_neon_mbqm_rne
- * (blob {bias', -mult, lsh | 2^s, -s}). */
+ * the blob {bias', mult, lsh, rsh}: ecc_neon_mbqm; under ECC_NEON_F32 in `mode` ecc_neon_rq_f32 (blob
+ * {bias', float32 scale bits, 0, 0}); under ECC_NEON_RNE ecc_neon_mbqm_rne (lanes {-mult, lsh | 2^s,
+ * -s} of ecc_neon_rne_lanes). */
 ECC_NEON_INLINE int32x4_t ecc_neon_rq3(int32x4_t acc, int32x4_t mult, int32x4_t lsh, int32x4_t rsh, const int mode)
 {
+    if (mode & ECC_NEON_F32) {
+        (void)lsh;
+        (void)rsh;
+        return ecc_neon_rq_f32(acc, mult);
+    }
     if ((mode & ECC_NEON_RNE) && (mode & ECC_NEON_TIES)) {
         return ecc_neon_mbqm_rne(acc, mult, lsh, rsh);
     }
@@ -59,31 +77,22 @@ ECC_NEON_INLINE int32x4_t ecc_neon_rq3(int32x4_t acc, int32x4_t mult, int32x4_t 
     return ecc_neon_mbqm(acc, mult, lsh, rsh);
 }
 
-/* Whether a layer's rounding: onnx blob may requantize an exact tie that the int8 clamp keeps, from its
- * first rsh lane (rsh0): -s when it may, else (-s) & 0xFF (SRSHL reads the low byte only: the same
- * shift). Dropping the tie test (n = -1 in ecc_neon_mbqm_rne) changes a result only at an exact tie
- * with an even floor. A tie needs x' mult = 0 mod 2^(30 + s), i.e. x a multiple of 2^(30 + s - lsh - z)
- * for mult = odd 2^z: so x != 0 and |x mult 2^(shift - 31)| >= odd / 2 (s - lsh + shift = 0). Offline
- * (neon_packing.rq_lanes) the flag is clear only if every multiplier is 0 or has odd >= 2^10: each tie
- * then lies at |result| >= 512, clamped alike. Calibrated multipliers (QuantizeMultiplier of a float
- * ratio) have odd parts near 2^30, so almost every layer takes the 4-instruction form. */
-ECC_NEON_INLINE int ecc_neon_ties(const int32_t *rsh0)
-{
-    return *rsh0 < 0;
-}
-
-/* The rounding: onnx lanes {-mult, lsh | 2^s, rsh} of one multiplier and shift in [-31, 30], as
- * toolchain/isa/neon_packing.py rq_lanes makes them offline (for kernels taking scalar parameters);
- * returns ecc_neon_ties' flag: whether the multiplier may requantize an unclamped exact tie. */
+/* The lanes {-mult, lsh | 2^s, -s} of ecc_neon_mbqm_rne for one multiplier and shift in [-31, 30]
+ * (neon/add's output). Returns whether the multiplier may requantize an exact tie that the int8 clamp
+ * keeps, when the tie test of ecc_neon_rq3 (ECC_NEON_TIES) is needed. Dropping it (n = -1 in
+ * ecc_neon_mbqm_rne) changes a result only at an exact tie with an even floor. A tie needs x' mult = 0
+ * mod 2^(30 + s), i.e. x a multiple of 2^(30 + s - lsh - z) for mult = odd 2^z: so x != 0 and
+ * |x mult 2^(shift - 31)| >= odd / 2 (s - lsh + shift = 0). With odd >= 2^10 every tie lies at
+ * |result| >= 512, clamped alike; calibrated multipliers have odd parts near 2^30. */
 ECC_NEON_INLINE int ecc_neon_rne_lanes(int32_t mult, int32_t shift, int32x4_t *lanes)
 {
-    const int32_t lsh = shift + 8 > 0 ? shift + 8 : 0; /* RNE_PRESHIFT */
+    const int32_t lsh = shift + 8 > 0 ? shift + 8 : 0; /* neon_packing.RNE_PRESHIFT */
     const int32_t s = lsh - shift;
     const uint32_t odd = mult > 0 ? (uint32_t)mult >> __builtin_ctz((uint32_t)mult) : 1024u;
     lanes[0] = vdupq_n_s32(-mult);
     lanes[1] = vdupq_n_s32((int32_t)((uint32_t)lsh | (1u << s)));
     lanes[2] = vdupq_n_s32(-s);
-    return odd < 1024u; /* RNE_TIE_ODD */
+    return odd < 1024u;
 }
 
 /* ecc_neon_rq3 with one quad of the blob (the CHWN kernels broadcast one channel's lanes instead) */
