@@ -44,7 +44,8 @@ from toolchain.progress import warning
 from toolchain.tflm_oracle import tflm_verification
 
 REFERENCE = "edgecc numpy int8 interpreter (TFLite int8 reference semantics, double rounding)"
-REFERENCE_ONNX = "edgecc numpy int8 interpreter (output roundings once, ties to even)"
+REFERENCE_ONNX = ("edgecc numpy int8 interpreter (onnxruntime's arithmetic: Conv / FC requantized in float32 "
+                  "as its QLinearConv / QLinearMatMul / QGemm, other output roundings once, ties to even)")
 
 
 @dataclass(frozen=True)

@@ -114,7 +114,8 @@ def render() -> str:
             "conditions hold; portable always holds):", ""]
     out += _table(["IR op", *groups], [[op, *cells] for op, cells in rows])
     isa_twins = "; ".join(f"{isa} ones for {', '.join(ops)}" for isa, ops in _isa_twinned().items())
-    out += ["", *textwrap.wrap("With `rounding: onnx` (YAML) these ops run a twin that rounds once, ties to even "
+    out += ["", *textwrap.wrap("With `rounding: onnx` (YAML) these ops run a twin that rounds as onnxruntime does (Conv2D, "
+                               "DepthwiseConv2D, FullyConnected: its float32 requantization; the others once, ties to even) "
                                "(kernel `portable_onnx` in the report, or `<isa>..._onnx` where an ISA has one: "
                                f"{isa_twins or 'none'}; the other ISA kernels round as TFLM does and are not used): "
                                + ", ".join(_twinned()) + ".", 100)]
