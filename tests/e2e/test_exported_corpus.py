@@ -164,8 +164,9 @@ def test_u8u8_qdq_file_every_op_has_an_isolated_error(edgecc, need_board, tmp_pa
     """Every op of the U8U8 file has an isolated error (issue 13 item 5): the layers the weight-zero-point
     split rewrote (a Gather widening the input, a depthwise layer's fix-up channels put back by
     ScatterChannels) run isolated as one group from the layer's input, and their helper ops report the
-    figures of the op writing the layer's output, naming it (error_at). Against the model's own float semantics (onnxruntime)
-    every op is exact but for 1 LSB on three layers (near-tie products, see the test above)."""
+    figures of the op writing the layer's output, naming it (error_at). Against the model's own float
+    semantics (onnxruntime) every op is exact but for 1 LSB on three layers (near-tie products, see the
+    test above)."""
     _run_default(edgecc, need_board, "tv_mobilenet_v2_035_qdq_u8u8_pertensor.onnx", tmp_path)
     report = json.loads((tmp_path / "out" / "report.json").read_text())
     ops, by_output = report["ops"], {}
