@@ -27,7 +27,7 @@ def flags(graph: Graph, ops: Sequence[dict[str, Any]], notes: Sequence[str]) -> 
     out = []
     for o in ops:
         db = o.get("sqnr_db_isolated")
-        if db is not None and db < LOW_SQNR_DB:
+        if db is not None and db < LOW_SQNR_DB and not o.get("error_at"):  # a group's figure: flagged at its output
             out.append({**_op(o), "kind": "low_isolated_sqnr",
                         "cause": f"isolated SQNR {db:.2f} dB < {LOW_SQNR_DB:g} dB: quantizing this op alone loses "
                                  "most of its signal (its input or output grid is too coarse for its values)"})

@@ -7,7 +7,11 @@
 
 Both as SQNR (dB) and max abs error in LSB of the op's output scale, over the verification
 samples (the first `max_samples`). Tensors are matched by name and shape between the graphs
-(passes run before quantization, so they agree); an op without a float counterpart gets None.
+(passes run before quantization, so they agree). Ops the int8 graph made of one model layer, joined
+by tensors without a float counterpart (quantize.zero_point_split's Gather / ScatterChannels
+helpers), are isolated as one group from the group's inputs; a helper whose own output has no
+counterpart reports the figures of the op writing the group's output and names that op (`error_at`). An op without a
+float counterpart otherwise gets None.
 
 The float reference of a quantized ONNX model (QDQ / QLinear, graph_f32.meta["format"] "onnx-qdq")
 is the model's own float semantics, as onnxruntime computes them (profiler.qdq_reference): every
@@ -76,9 +80,17 @@ def _sqnr(signal: float, noise: float) -> float | None:
     return round(10.0 * float(np.log10(signal / noise)), 3) if signal > 0 and noise > 0 else None
 
 
-def _isolated_inputs(node: Any, g8: Graph, fenv: Mapping[str, np.ndarray]) -> list[np.ndarray | None] | None:
-    """The op's inputs for the isolated run: constants as in the int8 graph, activations = float
-    reference values quantized with the int8 tensor's parameters; None if one has no counterpart."""
+def _quantizable(name: str, g8: Graph, fenv: Mapping[str, np.ndarray]) -> bool:
+    """Whether activation `name` has a float reference an isolated run can be fed (quantized to int8)."""
+    t = g8.t(name)
+    return name in fenv and fenv[name].shape == t.shape and t.quant is not None and t.dtype == DType.INT8
+
+
+def _isolated_inputs(node: Any, g8: Graph, fenv: Mapping[str, np.ndarray],
+                     env: Mapping[str, np.ndarray] | None = None) -> list[np.ndarray | None] | None:
+    """The op's inputs for the isolated run: constants as in the int8 graph, values of its group's run
+    (`env`), activations = float reference values quantized with the int8 tensor's parameters; None
+    if one has no counterpart."""
     ins: list[np.ndarray | None] = []
     for name in node.inputs:
         if not name:
@@ -87,11 +99,57 @@ def _isolated_inputs(node: Any, g8: Graph, fenv: Mapping[str, np.ndarray]) -> li
         t = g8.t(name)
         if t.is_const:
             ins.append(t.data)
-        elif name in fenv and fenv[name].shape == t.shape and t.quant is not None and t.dtype == DType.INT8:
+        elif env is not None and name in env:
+            ins.append(env[name])
+        elif _quantizable(name, g8, fenv):
             ins.append(t.quant.quantize(fenv[name]))
         else:
             return None
     return ins
+
+
+def isolated_groups(g8: Graph, fenv: Mapping[str, np.ndarray]) -> dict[str, tuple[Any, ...]]:
+    """node name -> the nodes (graph order) measured together in the isolated run, for every node
+    joined to others by a tensor without a float reference: the ops one model layer became in the
+    int8 graph (quantize.zero_point_split's Gather / ScatterChannels helpers and the layer on
+    widened inputs or split channels; a layer and its REQUANTIZE onto the model's grid). They run
+    as one from the reference values of the group's outside inputs, so each gets an isolated figure
+    on its own output where that has a reference, else on the group's output (group_output)."""
+    parent = {n.name: n.name for n in g8.nodes}
+
+    def root(x: str) -> str:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    producer = {o: n for n in g8.nodes for o in n.outputs}
+    for n in g8.nodes:
+        for name in n.inputs:
+            if name in producer and not g8.t(name).is_const and not _quantizable(name, g8, fenv):
+                parent[root(n.name)] = root(producer[name].name)
+    members: dict[str, list[Any]] = {}
+    for n in g8.nodes:
+        members.setdefault(root(n.name), []).append(n)
+    return {n.name: tuple(group) for group in members.values() if len(group) > 1 for n in group}
+
+
+def group_output(group: Sequence[Any], g8: Graph, fenv: Mapping[str, np.ndarray]) -> str | None:
+    """The last tensor a group writes that has a float reference (its figures stand for the group)."""
+    outs = [o for n in group for o in n.outputs if o in fenv and fenv[o].shape == g8.t(o).shape]
+    return outs[-1] if outs else None
+
+
+def _group_run(group: Sequence[Any], g8: Graph, fenv: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Every tensor the group writes, run alone in int8 from its outside inputs' quantized float
+    reference (empty when one has none)."""
+    env: dict[str, np.ndarray] = {}
+    for n in group:
+        ins = _isolated_inputs(n, g8, fenv, env)
+        if ins is None:
+            return {}
+        env.update(zip(n.outputs, opdef(n).reference_s8(n, g8, ins), strict=False))
+    return env
 
 
 def op_numerics(graph_f32: Graph, graph_s8: Graph, float_inputs: Mapping[str, np.ndarray],
@@ -99,7 +157,12 @@ def op_numerics(graph_f32: Graph, graph_s8: Graph, float_inputs: Mapping[str, np
                 int8_envs: Sequence[Mapping[str, np.ndarray]] = (),
                 anchors: Sequence[Mapping[str, np.ndarray]] = ()) -> dict[str, Any]:
     """{"samples": S, "ops": {node name: {sqnr_db_isolated, sqnr_db_cumulative, max_abs_err_lsb,
-    max_abs_err_lsb_isolated}}} for every executed (non-view) op of graph_s8.
+    max_abs_err_lsb_isolated, error_at}}} for every executed (non-view) op of graph_s8.
+
+    Ops joined by tensors without a float reference (isolated_groups: one model layer rewritten into
+    several ops) run isolated as one group; an op whose own output has no reference takes the
+    figures of the op writing the group's output, named by `error_at` (None for an op measured on
+    its own output).
 
     float_inputs / int8_inputs: graph input name -> [samples, *shape]; `int8_envs` may hold the
     interpret(graph_s8, ..., keep_all=True) environments already computed for the first samples;
@@ -108,38 +171,54 @@ def op_numerics(graph_f32: Graph, graph_s8: Graph, float_inputs: Mapping[str, np
     n = min(max_samples, len(next(iter(int8_inputs.values()))))
     nodes = [nd for nd in graph_s8.nodes if not opdef(nd).is_view]
     acc = {nd.name: _Acc() for nd in nodes}
+    groups: dict[str, tuple[Any, ...]] | None = None
+    at: dict[str, str] = {}  # node whose output has no reference -> the op writing its group's output
     for i in range(n):
         fenv = reference_env(graph_f32, graph_s8, {k: v[i] for k, v in float_inputs.items()},
                              anchors[i] if i < len(anchors) else None)
         qenv = int8_envs[i] if i < len(int8_envs) else \
             interpret(graph_s8, {k: v[i] for k, v in int8_inputs.items()}, keep_all=True)
-        for nd in nodes:
-            out, t = nd.outputs[0], graph_s8.t(nd.outputs[0])
-            ref = fenv.get(out)
-            if ref is None or ref.shape != t.shape or t.quant is None or t.quant.is_per_channel:
-                continue
-            ref = ref.astype(np.float64)
-            a = acc[nd.name]
-            a.signal += float(np.sum(ref * ref))
-            a.add("cumulative", ref, t.quant.dequantize(qenv[out]), t.quant.s)
-            ins = _isolated_inputs(nd, graph_s8, fenv)
-            if ins is not None:
-                with rounding_mode(graph_rounding(graph_s8)):  # the model's rounding, as interpret() uses it
-                    iso = opdef(nd).reference_s8(nd, graph_s8, ins)[0]
-                a.add("isolated", ref, t.quant.dequantize(iso), t.quant.s)
+        if groups is None:  # the same tensors have references in every sample
+            groups = isolated_groups(graph_s8, fenv)
+            producer = {o: nd.name for nd in nodes for o in nd.outputs}
+            at = {nd.name: producer[o] for nd in nodes if nd.name in groups and nd.outputs[0] not in fenv
+                  and (o := group_output(groups[nd.name], graph_s8, fenv)) in producer}
+        runs: dict[int, dict[str, np.ndarray]] = {}  # id(group) -> its isolated run in this sample
+        with rounding_mode(graph_rounding(graph_s8)):  # the model's rounding, as interpret() uses it
+            for nd in nodes:
+                out, t = nd.outputs[0], graph_s8.t(nd.outputs[0])
+                ref = fenv.get(out)
+                if ref is None or ref.shape != t.shape or t.quant is None or t.quant.is_per_channel:
+                    continue
+                ref = ref.astype(np.float64)
+                a = acc[nd.name]
+                a.signal += float(np.sum(ref * ref))
+                a.add("cumulative", ref, t.quant.dequantize(qenv[out]), t.quant.s)
+                group = groups.get(nd.name)
+                if group is not None:
+                    iso = runs.setdefault(id(group), _group_run(group, graph_s8, fenv)).get(out)
+                else:
+                    ins = _isolated_inputs(nd, graph_s8, fenv)
+                    iso = None if ins is None else opdef(nd).reference_s8(nd, graph_s8, ins)[0]
+                if iso is not None:
+                    a.add("isolated", ref, t.quant.dequantize(iso), t.quant.s)
     ops = {}
     for name, a in acc.items():
+        if name in at:  # a helper op of a group: the figures of the op writing the group's output
+            a = acc[at[name]]
+
         def way(w: str, a: _Acc = a) -> tuple[float | None, float | None]:
             return (_sqnr(a.signal, a.noise[w]), round(a.max_lsb[w], 3)) if w in a.seen else (None, None)
         (iso_db, iso_lsb), (cum_db, cum_lsb) = way("isolated"), way("cumulative")
         ops[name] = {"sqnr_db_isolated": iso_db, "sqnr_db_cumulative": cum_db, "max_abs_err_lsb": cum_lsb,
-                     "max_abs_err_lsb_isolated": iso_lsb}
+                     "max_abs_err_lsb_isolated": iso_lsb, "error_at": at.get(name)}
     return {"samples": n, "ops": ops, "reference": reference_name(graph_f32)}
 
 
 def worst_isolated(ops: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
-    """The report op with the largest isolated error (lowest isolated SQNR), or None."""
-    rated = [o for o in ops if o.get("sqnr_db_isolated") is not None]
+    """The report op with the largest isolated error (lowest isolated SQNR), or None; an op whose
+    figures are its group's (error_at) stands aside for the op writing the group's output."""
+    rated = [o for o in ops if o.get("sqnr_db_isolated") is not None and not o.get("error_at")]
     if not rated:
         return None
     o = min(rated, key=lambda o: o["sqnr_db_isolated"])

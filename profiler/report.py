@@ -18,7 +18,7 @@ from toolchain.notes import NOTES_KEY
 
 UNIT_WORDS = {"instructions": "instructions", "us": "microseconds", "cycles": "cycles"}
 UNTESTED = ("dwt_cyccnt", "pmccntr_el0")  # counters whose code never ran on real silicon here
-NUMERIC_FIELDS = ("sqnr_db_isolated", "sqnr_db_cumulative", "max_abs_err_lsb", "max_abs_err_lsb_isolated")
+NUMERIC_FIELDS = ("sqnr_db_isolated", "sqnr_db_cumulative", "max_abs_err_lsb", "max_abs_err_lsb_isolated", "error_at")
 
 
 def cost_note(costs: OpCosts | None) -> str:
@@ -193,13 +193,15 @@ def _sqnr_cell(db: float | None, lsb: float | None) -> str:
 
 
 def detail_rows(report: dict[str, Any]) -> list[list[str]]:
-    """The memory and numerics table: bytes, live arena, SQNR isolated/cumulative, error, spread."""
+    """The memory and numerics table: bytes, live arena, SQNR isolated/cumulative, error, spread; the
+    error cells of an op that reports its layer's output error (error_at) marked `*`."""
     d = _cost_digits(report)
     return [[str(o["index"]), o["name"], _fmt(o.get("weight_bytes")), _fmt(o.get("act_read_bytes")),
              _fmt(o.get("act_write_bytes")), _fmt(o.get("arena_live_bytes")),
-             _sqnr_cell(o.get("sqnr_db_isolated"), o.get("max_abs_err_lsb_isolated")),
-             _sqnr_cell(o.get("sqnr_db_cumulative"), o.get("max_abs_err_lsb")), _fmt(o.get("max_abs_err_lsb")), _fmt(o.get("cost_min"), d),
-             _fmt(o.get("cost_max"), d)] for o in report["ops"]]
+             *(c + ("*" if o.get("error_at") else "") for c in (
+                 _sqnr_cell(o.get("sqnr_db_isolated"), o.get("max_abs_err_lsb_isolated")),
+                 _sqnr_cell(o.get("sqnr_db_cumulative"), o.get("max_abs_err_lsb")), _fmt(o.get("max_abs_err_lsb")))),
+             _fmt(o.get("cost_min"), d), _fmt(o.get("cost_max"), d)] for o in report["ops"]]
 
 
 def _arena_line(arena: int, m: dict[str, Any]) -> str:
@@ -272,6 +274,9 @@ def summary_lines(report: dict[str, Any]) -> list[str]:
             lines.append(ort_line(v))
     if worst := worst_line(report):
         lines.append(worst)
+    if any(o.get("error_at") for o in report["ops"]):
+        lines.append("error figures marked *: an op of a layer rewritten into several (weight zero point), measured "
+                     "with its group at the layer's output (report.json ops[].error_at)")
     lines += kernel_reason_lines(report)
     if report.get("fault"):
         f = report["fault"]

@@ -22,7 +22,7 @@ from toolchain.clip import clip_repr, clip_text
 from toolchain.config import Preprocess
 from toolchain.data_files import MAX_DATA_BYTES, MAX_IMAGES, open_image, read_data_file, shown
 from toolchain.errors import InputError
-from toolchain.io_dtypes import io_dtype, io_qparams
+from toolchain.io_dtypes import data_dtype_rule, quantized_dtype, quantized_qparams
 from toolchain.ir import Graph
 from toolchain.progress import warning
 
@@ -161,22 +161,31 @@ def _from_nhwc(s: tuple[int, ...], model_layout: str) -> tuple[int, ...]:
 def load_data(path: Path, graph: Graph, pre: Preprocess, quantized: Graph | None = None) -> dict[str, np.ndarray]:
     """DATA -> {input name: float32 [S, *shape]} for every graph input of a float graph.
 
-    `quantized`: the model's int8 graph. Where the DATA array for an input has that input's quantized
-    dtype (int8; uint8 for a uint8 input), the data are the model's own quantized values (e.g. an int8
-    .tflite's inputs as the TFLite tooling writes them), not real values: they become real values with that input's scale and zero
-    point, so quantize_inputs gives the same int8 back, and no preprocess scaling applies to them
-    (a preprocess that changes values is refused)."""
+    `quantized`: the model's int8 graph; the DATA dtype rule is toolchain.io_dtypes.data_dtype_rule.
+    Where the DATA array for an input has that input's quantized dtype (int8; uint8 for a uint8 input,
+    or for a float input the model's QuantizeLinear makes uint8), the data are the model's own
+    quantized values (e.g. an int8 .tflite's inputs as the TFLite tooling writes them), not real
+    values: they become real values with that input's scale and zero point, so quantize_inputs gives
+    the same int8 back (uint8: shifted by -128), and no preprocess scaling applies to them (a
+    preprocess that changes values is refused). Another integer dtype for a float input the model
+    quantizes itself is refused (InputError naming the file, the input, the dtype and the accepted ones)."""
     layout = graph.meta.get("input_layout", "NCHW")
     raw = read_arrays(path, graph.inputs, pre, _channels(graph.t(graph.inputs[0]).shape, layout))
     out = {}
     for n, a in raw.items():
         where = f"{shown(path)} (input {clip_repr(n, 60)})"
-        qp = _quantized_input_qparams(quantized, n, a.dtype)  # data of the input's quantized dtype: quantized values
+        rule = data_dtype_rule(quantized, n, a.dtype, path.is_dir()) if quantized is not None and \
+            n in quantized.inputs else "real"
+        if rule == "refused":
+            own = quantized_dtype(quantized, n)
+            raise InputError(f"{where}: data of dtype {a.dtype}; the model's input is float32, quantized to {own} "
+                             f"inside the model: pass {own} (its quantized values) or float32 / float64 (real values)")
+        qp = _quantized_input_qparams(quantized, n) if rule == "quantized" else None
         if qp is None:
             out[n] = preprocess(a, graph.t(n).shape, pre, where, layout)
             continue
         if (pre.scale, pre.mean, pre.std, pre.channel_order) != (1.0, (), (), "RGB"):
-            raise InputError(f"{where}: int8 data are the model's quantized input values; remove the preprocess "
+            raise InputError(f"{where}: {a.dtype} data are the model's quantized input values; remove the preprocess "
                              "scale/mean/std/channel_order, or pass real values (float32)")
         real = (a.astype(np.float64) - qp.zp) * qp.s  # exact: quantize_inputs rounds it back to `a`
         out[n] = preprocess(real, graph.t(n).shape, pre, where, layout)
@@ -185,16 +194,11 @@ def load_data(path: Path, graph: Graph, pre: Preprocess, quantized: Graph | None
     return out
 
 
-def _quantized_input_qparams(quantized: Graph | None, name: str, dtype: np.dtype | None = None):
-    """The per-tensor qparams of graph input `name` of the quantized graph, as the model declares
-    them, when the model's quantized dtype of that input (int8, or uint8: toolchain.io_dtypes) is
-    `dtype` (default int8), else None."""
-    if quantized is None or name not in quantized.inputs:
-        return None
-    want = np.dtype(dtype or np.int8)
-    if want not in (np.dtype(np.int8), np.dtype(np.uint8)) or io_dtype(quantized, name) != want:
-        return None
-    q = io_qparams(quantized, name)
+def _quantized_input_qparams(quantized: Graph, name: str):
+    """The per-tensor qparams of graph input `name` of the quantized graph on the grid of its
+    quantized dtype (toolchain.io_dtypes.quantized_qparams: uint8 zero point for uint8), or None
+    (per-channel)."""
+    q = quantized_qparams(quantized, name)
     return q if q is not None and not q.is_per_channel else None
 
 

@@ -32,7 +32,7 @@ from toolchain.data import SATURATION_LIMIT, input_saturation, load_data, quanti
 from toolchain.errors import InputError
 from toolchain.frontend.onnx_qdq_ort import lsb_agreement, run_onnxruntime
 from toolchain.interpret import interpret
-from toolchain.io_dtypes import from_model_dtype, io_dtype
+from toolchain.io_dtypes import from_model_dtype, io_dtype, quantized_dtype
 from toolchain.ir import Graph
 from toolchain.lower import kernel_reasons, lowering_target
 from toolchain.memory import PLANNERS, live_bound
@@ -220,7 +220,7 @@ def _input_saturation(data: dict[str, np.ndarray], q: dict[str, np.ndarray], bui
                          f"{SATURATION_LIMIT:.0%})")
             warning(f"{data_name}: {lines[-1][:-1]}: outside the input's real range [{lo:.4g}, {hi:.4g}]); check "
                     f"the data's scale (float data are real values, preprocess applied; data of the input's "
-                    f"{io_dtype(g, name)} dtype are quantized values)")
+                    f"{quantized_dtype(g, name)} dtype are quantized values)")
     return sat, lines
 
 

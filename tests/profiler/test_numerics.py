@@ -54,11 +54,7 @@ def test_precomputed_int8_environments_give_the_same_numbers(digits):
         op_numerics(front.graph_f32, front.graph_s8, data, q, 4)
 
 
-def test_an_op_without_float_counterpart_gets_none(digits, monkeypatch):
-    front, data, q = digits
-    nodes = [n for n in front.graph_s8.nodes if not opdef(n).is_view]
-    gone = nodes[3].outputs[0]
-    consumer = next(n for n in nodes if gone in n.inputs)
+def _without(monkeypatch, front, gone):
     real = numerics.interpret
 
     def without(graph, inputs, keep_all=False, transform=None):
@@ -66,11 +62,30 @@ def test_an_op_without_float_counterpart_gets_none(digits, monkeypatch):
         return {k: v for k, v in env.items() if k != gone} if graph is front.graph_f32 else env
 
     monkeypatch.setattr(numerics, "interpret", without)
+
+
+def test_an_op_without_float_counterpart_is_measured_with_its_consumer(digits, monkeypatch):
+    front, data, q = digits
+    nodes = [n for n in front.graph_s8.nodes if not opdef(n).is_view]
+    gone = nodes[3].outputs[0]
+    consumer = next(n for n in nodes if gone in n.inputs)
+    alone = op_numerics(front.graph_f32, front.graph_s8, data, q, max_samples=2)["ops"]
+    _without(monkeypatch, front, gone)
+    res = op_numerics(front.graph_f32, front.graph_s8, data, q, max_samples=2)["ops"]
+    after = res[consumer.name]  # isolated from the op's own inputs, through both ops: a real figure, at its output
+    assert after["error_at"] is None and after["sqnr_db_cumulative"] == alone[consumer.name]["sqnr_db_cumulative"]
+    assert 20 < after["sqnr_db_isolated"] < alone[consumer.name]["sqnr_db_isolated"]  # two ops' rounding, not one
+    assert res[nodes[3].name] == {**after, "error_at": consumer.name}  # the group's figures, saying where
+    assert all(e["error_at"] is None for n, e in res.items() if n not in (nodes[3].name,))
+
+
+def test_the_last_op_without_float_counterpart_gets_none(digits, monkeypatch):
+    front, data, q = digits
+    last = [n for n in front.graph_s8.nodes if not opdef(n).is_view][-1]
+    _without(monkeypatch, front, last.outputs[0])
     res = op_numerics(front.graph_f32, front.graph_s8, data, q, max_samples=2)
-    assert res["ops"][nodes[3].name] == {"sqnr_db_isolated": None, "sqnr_db_cumulative": None, "max_abs_err_lsb": None,
-                                "max_abs_err_lsb_isolated": None}
-    after = res["ops"][consumer.name]  # its consumer has no float input to quantize: isolated unknown
-    assert after["sqnr_db_isolated"] is None and after["sqnr_db_cumulative"] is not None
+    assert res["ops"][last.name] == {"sqnr_db_isolated": None, "sqnr_db_cumulative": None, "max_abs_err_lsb": None,
+                                     "max_abs_err_lsb_isolated": None, "error_at": None}
 
 
 def test_tflite_reference_is_the_dequantized_twin(tmp_path):

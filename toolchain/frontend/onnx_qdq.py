@@ -34,7 +34,7 @@ from toolchain.frontend.onnx_qdq_strip import QDQ_OPS, Stripped, elem_types, str
 from toolchain.frontend.onnx_qdq_tables import table_overrides
 from toolchain.frontend.onnx_validate import DEFAULT_DOMAINS
 from toolchain.frontend.unsupported import summary_error
-from toolchain.io_dtypes import UINT8_IO
+from toolchain.io_dtypes import INPUT_QUANT_DTYPES, UINT8_IO
 from toolchain.ir import DType, Graph, Node, QuantParams, Tensor
 from toolchain.ops.depthwise_conv2d import DepthwiseConv2DAttrs
 from toolchain.ops.registry import OpKind
@@ -193,6 +193,8 @@ def load_qdq(path: str | Path, input_shapes: dict[str, tuple[int, ...]] | None =
     """Read a quantized ONNX model (QDQ or QLinear*, opset 10-21) into its float IR and the model's
     own quantization. Graph inputs are float32 in the IR whatever their ONNX type (an int8 input
     gets the grid of its first reader); graph outputs are the float twins of the model's outputs.
+    A float32 input quantized by the model records its QuantizeLinear's dtype ("uint8" / "int8") in
+    graph.meta[io_dtypes.INPUT_QUANT_DTYPES] (the DATA dtype rule).
 
     Raises InputError (missing / unreadable file, dynamic shapes without input_shapes, input types
     other than float32 / int8 / uint8) and UnsupportedModel (every unsupported node at once)."""
@@ -235,9 +237,12 @@ def load_qdq(path: str | Path, input_shapes: dict[str, tuple[int, ...]] | None =
     onnx_io = [*zip(graph.inputs, names, strict=True), *zip(graph.outputs, (o.name for o in model.graph.output),
                                                                 strict=True)]
     uint8_io = tuple(ir for ir, name in onnx_io if types[name] == "uint8")  # the API keeps them uint8
+    q_dtypes = resolve_given(graph, {b.vals[k].name: d for k, d in s.act_dtypes.items() if k in b.vals})
+    input_q = {ir: q_dtypes[ir] for ir, name in zip(graph.inputs, names, strict=True)
+               if types[name] == "float32" and q_dtypes.get(ir) in ("int8", "uint8")}  # float inputs: their Q's dtype
     meta = {**graph.meta, "format": "onnx-qdq", "onnx_io_types": types,
             "onnx_outputs": tuple(o.name for o in model.graph.output), "weight_sources": sources,
-            **({UINT8_IO: uint8_io} if uint8_io else {})}
+            **({UINT8_IO: uint8_io} if uint8_io else {}), **({INPUT_QUANT_DTYPES: input_q} if input_q else {})}
     return QdqModel(replace(graph, meta=meta), given, b.ir_consts)
 
 

@@ -45,6 +45,7 @@ class Stripped:
     nodes: list[Any] = field(default_factory=list)
     consts: dict[str, np.ndarray] = field(default_factory=dict)
     acts: dict[str, QuantParams] = field(default_factory=dict)  # float value -> its int8 grid
+    act_dtypes: dict[str, str] = field(default_factory=dict)  # float value -> its QuantizeLinear's "int8" / "uint8"
     weights: dict[str, Tensor] = field(default_factory=dict)    # float constant -> its integers + grid
     int_of: dict[str, tuple[str, QuantParams | None]] = field(default_factory=dict)  # int tensor -> float twin
     alias: dict[str, str] = field(default_factory=dict)          # DequantizeLinear output -> float value
@@ -231,6 +232,7 @@ class Stripper:
         self.set_act(fx, qp)
         self.s.int_of[node.output[0]] = (fx, qp)
         self.int_dtype[node.output[0]] = zp.dtype
+        self.s.act_dtypes.setdefault(fx, str(zp.dtype))  # a float graph input's: the DATA dtype rule (io_dtypes)
 
     def on_DequantizeLinear(self, node: Any) -> None:  # noqa: N802
         q = node.input[0]
