@@ -198,7 +198,7 @@ typedef struct {
 /* One GEMM pass of two rows over every quad of output channels, requantization and stores
  * included (the last quad predicated). o (r1) walks row 0's outputs; the byte stores of 32-bit
  * lanes need low registers: o, and the accumulator a0 (r0), free by then. */
-#define ECC_HELIUM_GEMM2_ASM(RQ, ADD, STORE)                                                           \
+#define ECC_HELIUM_GEMM2_ASM(RQ, OFF, STORE)                                                           \
     "9:\n\t"                                                                               \
     "ldr %[l0], [%[cfg]]\n\t"                                                              \
     "ldr %[l1], [%[cfg], #4]\n\t"                                                          \
@@ -213,9 +213,7 @@ typedef struct {
     "vadd.i32 q0, q0, q2\n\t"                                                              \
     "vadd.i32 q1, q1, q2\n\t"                                                              \
     RQ                                                                                     \
-    "ldr %[n], [%[cfg], #12]\n\t"                                                          \
-    ADD " q0, q0, %[n]\n\t"                                                                \
-    ADD " q1, q1, %[n]\n\t"                                                                \
+    OFF                                                                                    \
     "vmax.s32 q0, q0, %q[lo]\n\t"                                                          \
     "vmax.s32 q1, q1, %q[lo]\n\t"                                                          \
     "vmin.s32 q0, q0, %q[hi]\n\t"                                                          \
@@ -261,6 +259,16 @@ typedef struct {
     "vmul.f32 q1, q1, q2\n\t"                                                              \
     "vcvtn.s32.f32 q0, q0\n\t"                                                             \
     "vcvtn.s32.f32 q1, q1\n\t"
+/* the output offset added (TFLM: from the loop state; its results cannot overflow) */
+#define ECC_HELIUM_GEMM2_OFF                                                               \
+    "ldr %[n], [%[cfg], #12]\n\t"                                                          \
+    "vadd.i32 q0, q0, %[n]\n\t"                                                            \
+    "vadd.i32 q1, q1, %[n]\n\t"
+/* ECC_HELIUM_F32: with saturation (VCVTN saturates at int32), from a vector operand (voff) */
+#define ECC_HELIUM_GEMM2_OFF_F32                                                           \
+    "vqadd.s32 q0, q0, %q[voff]\n\t"                                                       \
+    "vqadd.s32 q1, q1, %q[voff]\n\t"
+#define ECC_HELIUM_GEMM2_F32_IN , [voff] "w"(voff)
 /* the round-half-away fix-up of both vectors (shifts in q2) */
 #define ECC_HELIUM_GEMM2_FIX                                                               \
     "vand q3, q0, q2\n\t"                                                                  \
@@ -309,16 +317,18 @@ static inline __attribute__((always_inline)) void ecc_helium_gemm1(
 
 /* The GEMM2 assembly for requantization mode `fix` (a variable in scope): vqrdmulh with or without
  * the fix-up for TFLM, onnxruntime's float32 output stage for onnx (ECC_HELIUM_F32, the offset added
- * with saturation: the conversion saturates at int32). */
+ * with saturation: the conversion saturates at int32; voff, the offset in every lane, in scope).
+ * OPERANDS(extra inputs): the asm operands. */
 #define ECC_HELIUM_GEMM2_MODES(STORE, OPERANDS)                                                                 \
     if (fix == ECC_HELIUM_F32) {                                                                                \
-        __asm__ volatile(ECC_HELIUM_GEMM2_ASM(ECC_HELIUM_GEMM2_RQ_F32, "vqadd.s32", STORE) OPERANDS);           \
+        __asm__ volatile(ECC_HELIUM_GEMM2_ASM(ECC_HELIUM_GEMM2_RQ_F32, ECC_HELIUM_GEMM2_OFF_F32, STORE)         \
+                             OPERANDS(ECC_HELIUM_GEMM2_F32_IN));                                                \
     } else if (fix) {                                                                                           \
         __asm__ volatile(ECC_HELIUM_GEMM2_ASM(ECC_HELIUM_GEMM2_RQ("vqrdmulh.s32", ECC_HELIUM_GEMM2_FIX),        \
-                                              "vadd.i32", STORE) OPERANDS);                                     \
+                                              ECC_HELIUM_GEMM2_OFF, STORE) OPERANDS());                         \
     } else {                                                                                                    \
-        __asm__ volatile(ECC_HELIUM_GEMM2_ASM(ECC_HELIUM_GEMM2_RQ("vqrdmulh.s32", ""), "vadd.i32", STORE)       \
-                             OPERANDS);                                                                         \
+        __asm__ volatile(ECC_HELIUM_GEMM2_ASM(ECC_HELIUM_GEMM2_RQ("vqrdmulh.s32", ""), ECC_HELIUM_GEMM2_OFF,    \
+                                              STORE) OPERANDS());                                               \
     }
 
 /* Every output channel of two rows r0, r1 (nk chunks of 16 int8 each, readable up to 16 * nk):
@@ -336,13 +346,14 @@ static inline __attribute__((always_inline)) void ecc_helium_gemm2(
     register int8_t *o __asm__("r1") = o0;
     const ecc_helium_gemm_t m = {r0, r1, nk - 1, off, (int32_t)(o1 - o0), o0 + out_c};
     const ecc_helium_gemm_t *cfg = &m;
+    const int32x4_t voff = vdupq_n_s32(off); /* ECC_HELIUM_F32 only */
     const int8_t *l0, *l1;
     int32_t n;
-#define ECC_HELIUM_GEMM2_OPERANDS                                                                   \
+#define ECC_HELIUM_GEMM2_OPERANDS(IN)                                                               \
     : [a0] "=&r"(a0), [a1] "=&r"(a1), [a2] "=&r"(a2), [a3] "=&r"(a3), [b0] "=&r"(b0), [b1] "=&r"(b1), \
       [b2] "=&r"(b2), [b3] "=&r"(b3), [l0] "=&r"(l0), [l1] "=&r"(l1), [n] "=&r"(n), [w] "+&r"(w),   \
       [o] "+&r"(o)                                                                                  \
-    : [cfg] "r"(cfg), [lo] "w"(lo), [hi] "w"(hi), "m"(m)                                            \
+    : [cfg] "r"(cfg), [lo] "w"(lo), [hi] "w"(hi), "m"(m) IN                                         \
     : "q0", "q1", "q2", "q3", "cc", "memory"
     if (out_c & 3) {
         ECC_HELIUM_GEMM2_MODES(ECC_HELIUM_GEMM2_STORE_TAIL, ECC_HELIUM_GEMM2_OPERANDS)
