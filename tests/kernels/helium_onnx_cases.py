@@ -1,11 +1,14 @@
-"""The cases of the Helium kernels under rounding "onnx" (the `_onnx` and `_onnx_ties` entry points,
-toolchain/isa/helium_rq.py) and of the depthwise kernel with -128 weights (every entry point): random
-layers (no tie can occur: both onnx entry points apply), tie-heavy layers (power-of-two multipliers
-whose accumulators fall exactly halfway: only `_onnx_ties`), shifts 0 and above (the saturating
-pre-shift), both signs, per-channel parameters, channel counts that leave predicated tails; add and
+"""The cases of the Helium kernels under rounding "onnx" (the `_onnx` entry points: onnxruntime's
+float32 output stage for Conv / depthwise / FC, toolchain/isa/helium_rq.py) and of the depthwise
+kernel with -128 weights (every entry point): random layers, tie-heavy layers (power-of-two
+multipliers whose accumulators fall exactly halfway in reals, hence in float32 too), built float32
+ties (f32_tie_layers: fl32(fl32(acc) * S) exactly k + 1/2 while acc * S is not, from above and from
+below, and accumulators past 2^24 whose float conversion moves the product across k + 1/2), shifts
+0 and above, both signs, per-channel parameters, channel counts that leave predicated tails; add and
 average pooling with scales that tie. Expected: the numpy references of toolchain/ops under
-rounding_mode("onnx") (the oracle the portable `_onnx` C twins are tested against), or under "tflm"
-for the TFLM entry points. Through the compiler's own plans (isa/helium.py), like helium_cases.py.
+rounding_mode("onnx") (requantize_s8_f32 for the weighted ops, the oracle the portable `_onnx` C
+twins are tested against), or under "tflm" for the TFLM entry points. Through the compiler's own
+plans (isa/helium.py), like helium_cases.py.
 """
 from __future__ import annotations
 
@@ -18,14 +21,14 @@ from helium_cases import function
 from helium_harness import Case
 from isa_cases import _act, _requant
 from toolchain.isa import helium as hv
-from toolchain.isa.helium_rq import MODES, ONNX, ONNX_TIES
+from toolchain.isa.helium_rq import MODES, ONNX
 from toolchain.ops import add, conv2d, depthwise_conv2d, fully_connected
 from toolchain.ops.common import Window
-from toolchain.ops.fixed_point import add_params, rounding_mode
+from toolchain.ops.fixed_point import add_params, f32_scale, quantize_multiplier, rounding_mode
 from toolchain.ops.pool2d import avg_pool2d_s8
 
 ISA = "helium"
-ONNX_MODES = (ONNX, ONNX_TIES)
+ONNX_MODES = (ONNX,)
 
 
 def _ref(rounding: str, f, *args, **kw) -> np.ndarray:
@@ -144,7 +147,107 @@ def random_cases(seed: int = 113) -> list[Case]:
                      output_offset=int(rng.integers(-20, 20)),
                      out_mult=mult, out_shift=shift, act_min=-128, act_max=127)
             cases += fc_cases(f"onnx_fc{i}_{j}", x, w, bias, k)
-    return cases + sparse_cases(rng) + add_cases(rng) + avg_cases(rng)
+    return cases + f32_tie_cases(rng) + sparse_cases(rng) + add_cases(rng) + avg_cases(rng)
+
+
+# ---- built float32 ties -----------------------------------------------------------------------------
+TIE_KINDS = ("above", "below", "real", "wide")  # f32_tie: where the exact product lies, or acc past 2^24
+
+
+def f32_tie(rng: np.random.Generator, kind: str) -> tuple[np.float32, int]:
+    """(S, acc): a float32 scale and an int32 accumulator with |acc * S| < 120 where
+    - "above" / "below": fl32(fl32(acc) * S) is exactly k + 1/2 (rint rounds it to even) while the
+      exact product lies above / below it (rounded once it goes the other way for half the k);
+    - "real": acc * S is exactly k + 1/2 (a tie in reals is one in float32: acc < 2^24 and the
+      product k + 1/2 are representable, so no in-range real tie escapes float32);
+    - "wide": acc in (2^24, 2^24 + 2^16), fl32(acc) != acc, and rint(fl32(fl32(acc) * S)) differs
+      from the exact product rounded. Exact products: float64 (at most 25 + 24 bits)."""
+    while True:
+        if kind == "wide":
+            s = np.float32(rng.uniform(2.0 ** -19, 2.0 ** -18))
+            acc = np.arange(2**24 + 1, 2**24 + 2**16, 2, dtype=np.int64)
+        elif kind == "real":  # S = m 2^-e (m odd, a few bits) and acc an odd multiple of 2^(e-1) / m
+            e, m = int(rng.integers(8, 14)), int(rng.choice([1, 3, 5, 7, 9, 11]))
+            s = np.float32(m * 2.0 ** -e)
+            acc = np.arange(1, 200, 2, dtype=np.int64) * 2 ** (e - 1)
+            acc = acc[acc * m < 240 * 2 ** (e - 1)] * np.where(rng.random() < 0.5, 1, -1)
+        else:
+            s = np.float32(rng.uniform(0.004, 0.05))
+            lim = int(120 / float(s))
+            acc = np.arange(-lim, lim, dtype=np.int64)
+        p32 = acc.astype(np.float32) * s
+        exact = acc.astype(np.float64) * np.float64(s)
+        rounded_apart = np.rint(p32) != np.rint(exact)
+        hit = {"above": (p32 % 1 == 0.5) & (exact > p32) & rounded_apart,
+               "below": (p32 % 1 == 0.5) & (exact < p32) & rounded_apart,
+               "real": (exact % 1 == 0.5) & (np.abs(exact) < 120),
+               "wide": rounded_apart & (np.abs(p32) < 120)}[kind]
+        if np.any(hit):
+            return s, int(rng.choice(acc[hit]))
+
+
+def f32_tie_layers(rng: np.random.Generator, per_kind: int = 3) -> tuple[np.ndarray, np.ndarray, np.ndarray,
+                                                                           list[str]]:
+    """Per output channel a built tie (f32_tie, per_kind of each TIE_KINDS): (mult, shift) with
+    f32_scale(mult, shift) == S exactly, the accumulator (the bias of a layer whose input 0 adds
+    nothing) and the kind. int32 [C] x 3, list [C]."""
+    mult, shift, acc, kinds = [], [], [], []
+    for kind in TIE_KINDS:
+        for _ in range(per_kind):
+            s, a = f32_tie(rng, kind)
+            m, e = quantize_multiplier(float(s))
+            assert f32_scale(m, e) == s  # float32 S survives the (mult, shift) pair bit for bit
+            mult.append(m), shift.append(e), acc.append(a), kinds.append(kind)
+    return (np.array(mult, np.int32), np.array(shift, np.int32), np.array(acc, np.int64).astype(np.int32), kinds)
+
+
+def f32_tie_cases(rng: np.random.Generator) -> list[Case]:
+    """Layers whose channel c accumulates bias[c] + x (one weight 1, input offset 0) over every int8 x
+    (256 pixels / rows: x = 0 hits the built tie, its neighbours the values around it): FC, 1x1 and
+    3x3 conv (centre tap, padding 1), the 1x1 sparse kernel (one more channel with weight 0: a
+    constant channel at a tie, its row from requantize_s8_f32), depthwise 1x1 and 3x3."""
+    mult, shift, bias, _ = f32_tie_layers(rng)
+    c = mult.size
+    vals = np.arange(-128, 128, dtype=np.int8)
+    zout = int(rng.integers(-5, 6))
+    common = dict(input_offset=0, output_offset=zout, out_mult=mult, out_shift=shift, act_min=-128, act_max=127)
+    cases = fc_cases("onnx_f32tie_fc", rng.permutation(vals).reshape(256, 1), np.ones((c, 1), np.int8), bias,
+                     dict(filter_offset=0, **common))
+    x = rng.permutation(vals).reshape(1, 16, 16, 1)
+    for kh, pad in ((1, 0), (3, 1)):
+        w = np.zeros((c + 1, kh, kh, 1), np.int8)
+        w[:c, kh // 2, kh // 2, 0] = 1  # the last channel: weight 0, constant
+        k = dict(common, stride=(1, 1), pad=(pad, pad), dilation=(1, 1), out_hw=(16, 16),
+                 out_mult=np.append(mult, mult[0]), out_shift=np.append(shift, shift[0]))
+        cases += conv_cases(f"onnx_f32tie_conv{kh}", x, w, np.append(bias, bias[0]), k)
+    xd = np.stack([rng.permutation(vals) for _ in range(c)], axis=-1).reshape(1, 16, 16, c)
+    for kh, pad in ((1, 0), (3, 1)):
+        w = np.zeros((1, kh, kh, c), np.int8)
+        w[0, kh // 2, kh // 2, :] = 1
+        k = dict(stride=(1, 1), pad=(pad, pad), dilation=(1, 1), out_hw=(16, 16), depth_multiplier=1, **common)
+        cases += dw_cases(f"onnx_f32tie_dw{kh}", xd, w, bias, k)
+    return cases + saturation_cases(rng)
+
+
+def saturation_cases(rng: np.random.Generator) -> list[Case]:
+    """Products far past int32 (S = 2^30 on accumulators near +-2^31: VCVTN saturates at int32) with
+    output zero points of both signs: the offset must be added with saturation (a wrapped INT32_MAX +
+    100 would come out as -128); channels 2, 3 keep moderate products."""
+    cases = []
+    for zout in (100, -100):
+        x = rng.integers(-128, 128, (3, 8), dtype=np.int8)
+        w = rng.integers(-128, 128, (6, 8), dtype=np.int8)
+        bias = np.array([2**31 - 2**18, -2**31 + 2**18, 300, -300, 2**30, -2**30], np.int32)
+        m30, s30 = quantize_multiplier(2.0**30)
+        m1, s1 = quantize_multiplier(2e-4)
+        k = dict(input_offset=int(rng.integers(-128, 128)), filter_offset=0, output_offset=zout,
+                 out_mult=np.array([m30, m30, m1, m1, m30, m30]), out_shift=np.array([s30, s30, s1, s1, s30, s30]),
+                 act_min=-128, act_max=127)
+        cases += fc_cases(f"onnx_sat_fc{zout}", x, w, bias, k)
+        kc = dict(k, stride=(1, 1), pad=(0, 0), dilation=(1, 1), out_hw=(1, 3))
+        del kc["filter_offset"]
+        cases += conv_cases(f"onnx_sat_conv{zout}", x.reshape(1, 1, 3, 8), w.reshape(6, 1, 1, 8), bias, kc)
+    return cases
 
 
 def sparse_cases(rng: np.random.Generator) -> list[Case]:

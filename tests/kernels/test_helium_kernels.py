@@ -101,18 +101,17 @@ def test_minus_128_weights():
 
 
 def test_predicates_reject_inexact_requantization():
-    """A multiplier >= 1 (positive shift) with an unnormalised multiplier or a shift below -31 has no
-    helium kernel; the relu entry point (no round-half-away fix-up) is offered only where the fix-up
-    cannot change an output; the fast onnx one only where no accumulator can tie (2^30 with shift -5:
-    16 times a weight sum of 16 can reach an odd multiple of 2^5)."""
+    """A shift below -31 has no helium kernel; a multiplier >= 1 (positive shift) only the onnx one
+    (float32, any scale); the relu entry point (no round-half-away fix-up) is offered only where the
+    fix-up cannot change an output."""
     w = np.ones((4, 16), np.int8)
-    assert hv.fold(w, None, 0, [1 << 29], [1], 0, (-128, 127)) is None
-    assert hv.fold(w, None, 0, [1 << 30], [1], 0, (-128, 127)).modes == ("onnx_ties",)
+    assert hv.fold(w, None, 0, [1 << 29], [1], 0, (-128, 127)).modes == ("onnx",)
+    assert hv.fold(w, None, 0, [1 << 30], [1], 0, (-128, 127)).modes == ("onnx",)
     assert hv.fold(w, None, 0, [1 << 30], [-32], 0, (-128, 127)) is None
-    assert hv.fold(w, None, 0, [1 << 30], [-5], 3, (-128, 127)).modes == ("full", "onnx_ties")
-    assert hv.fold(w, None, 0, [1 << 30], [-5], 3, (3, 127)).modes == ("relu", "full", "onnx_ties")
-    assert hv.fold(w, None, 0, [1 << 30], [0], 3, (-128, 127)).modes == ("relu", "full", "onnx_ties")
-    assert hv.fold(w, None, 0, [1234567891], [-9], 3, (-128, 127)).modes == ("full", "onnx", "onnx_ties")
+    assert hv.fold(w, None, 0, [1 << 30], [-5], 3, (-128, 127)).modes == ("full", "onnx")
+    assert hv.fold(w, None, 0, [1 << 30], [-5], 3, (3, 127)).modes == ("relu", "full", "onnx")
+    assert hv.fold(w, None, 0, [1 << 30], [0], 3, (-128, 127)).modes == ("relu", "full", "onnx")
+    assert hv.fold(w, None, 0, [1234567891], [-9], 3, (-128, 127)).modes == ("full", "onnx")
 
 
 def test_fold_wraps_like_the_accumulator():
@@ -159,13 +158,15 @@ def test_depthwise_lanes():
 
 
 def test_helium_needs_the_mve_feature():
-    """Helium variants carry requires={"mve"}: select_kernels never picks one for a board without it,
-    even when "helium" is in the preference list, and picks them on the M55."""
+    """Helium variants carry requires={"mve"} (the onnx ones of Conv / depthwise / FC also "mve_fp"):
+    select_kernels never picks one for a board without it, even when "helium" is in the preference
+    list, and picks them on the M55."""
     from targets import load_target
     from toolchain.lower import select_kernels
 
     helium = [v for op in REGISTRY.values() for v in op.variants if v.isa == "helium"]
-    assert helium and all(v.requires == frozenset({"mve"}) for v in helium)
+    assert helium and all(v.requires in (frozenset({"mve"}), frozenset({"mve", "mve_fp"})) for v in helium)
+    assert all("mve" in v.requires for v in helium)
     g = _digits_graph()
     m55 = load_target("mps3-an547")
     on = select_kernels(g, [i.value for i in m55.kernel_preference], m55.isa_features)

@@ -1,14 +1,17 @@
-"""Issue 13 item 1 on the Cortex-M55: the Helium kernels under rounding "onnx" (one rounding, ties to
-even) and the depthwise kernel with -128 weights.
+"""The Helium kernels under rounding "onnx" on the Cortex-M55 (Conv / depthwise / FC: onnxruntime's
+float32 output stage, fixed_point.requantize_s8_f32, on the MVE FPU; Add and average pooling: one
+rounding, ties to even) and the depthwise kernel with -128 weights.
 
-- Offline: the vector formulation of ecc_helium.h (vqdmulh, vmul, vrshl, the tie test and the
+- Offline: Add's vector formulation of ecc_helium.h (vqdmulh, vmul, vrshl, the tie test and the
   saturating pre-shift) emulated in numpy equals multiply_by_quantized_multiplier_rne on random,
-  tie-heavy and extreme values; the no-tie proof of helium_rq holds by brute force; the variants'
-  why_not reasons and names.
-- On QEMU (mps3-an547): every `_onnx` / `_onnx_ties` entry point (conv2d, conv2d_1x1,
-  conv2d_1x1_sparse, depthwise_conv2d, fully_connected, add, avg_pool2d) bit-exact with the numpy
-  oracle on random and tie-heavy cases (helium_onnx_cases.py), and the depthwise entry points of
-  every mode with -128 weights against -128 inputs.
+  tie-heavy and extreme values; the built float32 ties of the cases really separate the float32
+  stage from the exact product; the blob holds f32_scale's bits; the variants' names, why_not
+  reasons and board feature (mve_fp).
+- On QEMU (mps3-an547): every `_onnx` entry point (conv2d, conv2d_1x1, conv2d_1x1_sparse,
+  depthwise_conv2d, fully_connected, add, avg_pool2d) bit-exact with the numpy oracle on random,
+  tie-heavy, built float32-tie and int32-saturating cases (helium_onnx_cases.py), and the depthwise
+  entry points of every mode with -128 weights against -128 inputs; no fused multiply-add in the
+  firmware's onnx entry points.
 - End to end: kws_dscnn_qdq.onnx (PPQ: -128 weights) with `rounding: onnx` runs helium*_onnx kernels
   for every conv / depthwise / FC, bit-exact with the interpreter and equal to onnxruntime; with
   `rounding: tflm` helium kernels too (the -128 depthwise layers included).
@@ -16,6 +19,8 @@ even) and the depthwise kernel with -128 weights.
 from __future__ import annotations
 
 import json
+import re
+import subprocess
 import sys
 from pathlib import Path
 
@@ -25,8 +30,8 @@ import pytest
 import helium_harness
 import helium_onnx_cases
 from toolchain.isa import helium as hv
-from toolchain.isa.helium_rq import ONNX, ONNX_TIES, accumulator_bound, tie_free
-from toolchain.ops.fixed_point import multiply_by_quantized_multiplier_rne
+from toolchain.isa.helium_rq import ONNX, ONNX_FEATURES_WHY
+from toolchain.ops.fixed_point import f32_scale, multiply_by_quantized_multiplier_rne, requantize_s8_f32
 from toolchain.ops.registry import REGISTRY, OpKind
 
 CASES = helium_onnx_cases.random_cases()
@@ -40,8 +45,9 @@ def _sat32(v):
 
 
 def helium_rne(x, mult, shift, ties: bool = True) -> np.ndarray:
-    """ecc_helium_mbqm's ECC_HELIUM_RNE_TIES (ties=True) or ECC_HELIUM_RNE (ties=False: shift <= -1)
-    lane by lane on int64 arrays, with the instructions' own wrap-around and saturation."""
+    """ecc_helium_mbqm's ECC_HELIUM_RNE_TIES (ties=True) or ECC_HELIUM_RNE (ties=False: shift <= -1),
+    Add's onnx output stage, lane by lane on int64 arrays, with the instructions' own wrap-around and
+    saturation."""
     x, mult, shift = np.broadcast_arrays(*(np.asarray(v, np.int64) for v in (x, mult, shift)))
     ns = np.minimum(shift, -1) if ties else shift
     s = -ns
@@ -98,43 +104,46 @@ def test_pre_shift_saturates_only_past_the_int8_range():
     np.testing.assert_array_equal(got, np.clip(multiply_by_quantized_multiplier_rne(x, mult, shift) + off, -128, 127))
 
 
-def test_no_tie_proof_by_brute_force():
-    """helium_rq.tie_free: where it says no accumulator up to the bound ties, none does (every x in
-    [-bound, bound] checked: half up equals ties to even), and for the tightest bound it refuses
-    there is a tie."""
-    for mult, shift in ((1 << 30, -8), (3 << 29, -3), (5 << 28, -2), (1 << 30, -1), (12345 << 12, -5)):
-        v = (mult & -mult).bit_length() - 1
-        first = 2 ** (30 - shift - v)       # the smallest |x| that can tie
-        if first > 2**20:
-            assert tie_free([mult], [shift], [2**20])
-            continue
-        x = np.arange(-first + 1, first)
-        assert tie_free([mult], [shift], [first - 1])
-        np.testing.assert_array_equal(helium_rne(x, mult, shift, ties=False),
-                                      multiply_by_quantized_multiplier_rne(x, mult, shift))
-        assert not tie_free([mult], [shift], [first])
-        ties = first * np.array([1, -1, 3, -3])  # ties; half of them have an even lower neighbour
-        rne = multiply_by_quantized_multiplier_rne(ties, mult, shift)
-        assert np.any(helium_rne(ties, mult, shift, ties=False) != rne)
+def test_built_f32_ties_separate_the_float_stage():
+    """The built ties of helium_onnx_cases (the cases the kernels meet on QEMU): "above" / "below" /
+    "wide" give requantize_s8_f32 outputs other than the exact product rounded once (1 LSB, both
+    directions: the float32 stage is really what the kernels are held to), "real" ties the same."""
+    mult, shift, acc, kinds = helium_onnx_cases.f32_tie_layers(np.random.default_rng(3), per_kind=4)
+    f32 = requantize_s8_f32(acc, mult, shift, 0, -128, 127).astype(np.int64)
+    exact = np.clip(multiply_by_quantized_multiplier_rne(acc, mult, shift), -128, 127)
+    kinds = np.array(kinds)
+    assert np.all(np.abs(f32 - exact) <= 1)
+    for kind in ("above", "below", "wide"):
+        assert np.all(f32[kinds == kind] != exact[kinds == kind]), kind
+    assert np.all(f32[kinds == "real"] == exact[kinds == "real"])
+    assert np.any(f32 < exact) and np.any(f32 > exact)
+    assert np.all(np.abs(acc[kinds == "wide"]) > 2**24)
 
 
-def test_accumulator_bound():
-    """The bound is |bias| + max|x + input_offset| * sum|w| per channel, exact Python ints."""
-    w = np.array([[1, -2, 3], [-128, -128, -128]], np.int8)
-    b = accumulator_bound(w, np.array([-10, 2**31 - 1]), 128)
-    assert list(b) == [10 + 255 * 6, 2**31 - 1 + 255 * 384]
+def test_onnx_record_holds_the_f32_scale():
+    """The onnx entry points read the float32 scale f32_scale(mult, shift) in the record's multiplier
+    words (bit for bit) and 0 in its shift words; the TFLM ones the (mult, shift) pair."""
+    w = np.arange(-20, 20, dtype=np.int8).reshape(5, 8)
+    mult, shift = np.array([1 << 30, 1234567891, 0, 2**31 - 1, 1 << 30]), np.array([-9, -3, 0, 2, 31])
+    f = hv.fold_or_reason(w, None, 3, mult, shift, 0, (-128, 127))
+    assert ONNX in f.modes and "full" not in f.modes  # shifts above 0: TFLM's kernels cannot, float32 can
+    g = hv.as_mode(f, ONNX)
+    np.testing.assert_array_equal(g.mult.view(np.float32), f32_scale(mult, shift))
+    assert not g.shift.any() and hv.as_mode(f, "full") is f
+    blob = hv.pack_gemm(w, g)
+    rec = blob[64 * 1:64 * 1 + 48].view("<i4")  # the first quad's record after its one 16-k chunk
+    np.testing.assert_array_equal(rec[4:8].view("<f4"), f32_scale(mult[:4], shift[:4]))
+    assert not rec[8:].any()
 
 
 def test_onnx_modes_of_a_layer():
-    """A layer of real scale: both onnx entry points; power-of-two multipliers with accumulators that
-    reach a tie: only onnx_ties (the reason says why); shift 0 with a multiplier below 2^30: neither."""
+    """The float32 onnx entry point takes every multiplier the fold accepts (power-of-two multipliers
+    that tie, shift 0 unnormalised, shifts above 0), where TFLM's may not."""
     w = np.ones((4, 16), np.int8)
-    f = hv.fold_or_reason(w, None, 0, [1234567891], [-9], 0, (-128, 127))
-    assert ONNX in f.modes and ONNX_TIES in f.modes
-    f = hv.fold_or_reason(w, np.array([0, 0, 0, 500]), 0, [1 << 30], [-3], 0, (-128, 127))
-    assert ONNX not in f.modes and "halfway" in f.why[ONNX] and ONNX_TIES in f.modes
-    f = hv.fold_or_reason(w, None, 0, [1 << 29], [0], 0, (-128, 127))
-    assert ONNX not in f.modes and ONNX_TIES not in f.modes and "full" in f.modes
+    for mult, shift in (([1234567891], [-9]), ([1 << 30], [-3]), ([1 << 29], [0]), ([1 << 30], [5])):
+        f = hv.fold_or_reason(w, np.array([0, 0, 0, 500]), 0, mult, shift, 0, (-128, 127))
+        assert ONNX in f.modes, (mult, shift)
+    assert hv.MODES == ("relu", "full", ONNX)
 
 
 def test_depthwise_takes_minus_128_weights():
@@ -144,45 +153,94 @@ def test_depthwise_takes_minus_128_weights():
     wd = rng.integers(-127, 128, (1, 3, 3, 8), dtype=np.int8)
     k = dict(stride=(1, 1), pad=(1, 1), dilation=(1, 1), out_hw=(5, 5), input_offset=128, output_offset=-128,
              depth_multiplier=1, out_mult=np.full(8, 1234567891), out_shift=np.full(8, -12), act_min=-128, act_max=127)
-    for mode in ("relu", "full", ONNX, ONNX_TIES):
+    for mode in ("relu", "full", ONNX):
         assert hv.dw_plan(k, (1, 5, 5, 8), wd, None, (1, 5, 5, 8), mode=mode)[0][7].value == 1
     wd[0, 0, 2, 5] = -128
-    for mode in ("relu", "full", ONNX, ONNX_TIES):
+    for mode in ("relu", "full", ONNX):
         assert hv.dw_plan(k, (1, 5, 5, 8), wd, None, (1, 5, 5, 8), mode=mode)[0][7].value == 0
 
 
 def test_variant_names_and_why_not():
-    """Under rounding onnx the onnx variants are named helium*_onnx / *_onnx_ties; each helium variant
-    of a requantizing op has a why_not, and the TFLM ones give none under onnx (their twin does)."""
+    """Under rounding onnx the onnx variants are named helium*_onnx; each helium variant of a
+    requantizing op has a why_not, and the TFLM ones give none under onnx (their twin does). The
+    weighted ops' onnx variants need mve_fp, Add's and the pools' do not."""
     from types import SimpleNamespace
 
     for kind in (OpKind.CONV2D, OpKind.DEPTHWISE_CONV2D, OpKind.FULLY_CONNECTED, OpKind.ADD, OpKind.AVG_POOL2D):
         hel = [v for v in REGISTRY[kind].variants if v.isa == "helium"]
-        assert {v.name.endswith(("_onnx", "_onnx_ties")) for v in hel} == {True, False}, kind
+        assert {v.name.endswith("_onnx") for v in hel} == {True, False}, kind
         assert all(v.why_not is not None for v in hel)
+        weighted = kind in (OpKind.CONV2D, OpKind.DEPTHWISE_CONV2D, OpKind.FULLY_CONNECTED)
+        for v in hel:
+            fp = weighted and v.name.endswith("_onnx")
+            assert v.requires == ({"mve", "mve_fp"} if fp else {"mve"}), v.name
+            assert v.requires_why == (ONNX_FEATURES_WHY if fp else None), v.name
     # graph_rounding reads graph.meta; the weights' quantization (no zero point) is asked first
     g = SimpleNamespace(meta={"rounding": "onnx"}, t=lambda name: SimpleNamespace(quant=None))
     conv = next(v for v in REGISTRY[OpKind.CONV2D].variants if v.name == "helium_relu")
     assert conv.why_not(SimpleNamespace(inputs=["x", "w"]), g) is None  # under onnx its onnx twin gives the reason
 
 
+def test_board_without_mve_fp_keeps_the_portable_twin():
+    """A board with MVE but no MVE float: under rounding onnx a 1x1 conv runs the portable _onnx twin
+    and kernel_reason says why (the helium onnx variants' features); with mve_fp it runs helium."""
+    from dataclasses import replace
+
+    sys.path.insert(0, str(ROOT / "tests" / "unit"))
+    from graph_builder import GraphBuilder, random_inputs
+
+    from quantize import quantize
+    from toolchain.lower import kernel_reasons, select_kernels
+
+    b = GraphBuilder()
+    g = b.build(b.conv(b.input("x", (1, 4, 4, 16)), 8, 1))
+    q = replace(quantize(g, {"x": random_inputs(g)["x"][None]}, "minmax"), meta={**g.meta, "rounding": "onnx"})
+    conv, prefs = q.nodes[-1].name, ("helium", "portable")
+    for feats, isa in (({"mve"}, "portable"), ({"mve", "mve_fp"}, "helium")):
+        chosen = select_kernels(q, prefs, feats)
+        assert chosen[conv].isa == isa and chosen[conv].name.endswith("_onnx"), chosen[conv].name
+        reason = kernel_reasons(q, chosen, prefs, feats)[conv]
+        assert reason == (f"helium: {ONNX_FEATURES_WHY} (mve_fp, which this board lacks)" if isa == "portable"
+                          else None), reason
+
+
 # ---- on the M55 ------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
-def results(tmp_path_factory, need_board):
+def firmware(tmp_path_factory, need_board):
     need_board(helium_harness.BOARD)
     out = tmp_path_factory.mktemp("helium_onnx_fw")
-    return helium_harness.run(helium_harness.build(out), CASES, out / "run")
+    return helium_harness.build(out), out
+
+
+@pytest.fixture(scope="module")
+def results(firmware):
+    elf, out = firmware
+    return helium_harness.run(elf, CASES, out / "run")
 
 
 def test_cases_cover_the_onnx_entry_points():
-    """Every _onnx / _onnx_ties entry point of ecc_helium_kernels.h has cases here, tie-heavy ones
-    included for the GEMM and depthwise kernels."""
+    """Every _onnx entry point of ecc_helium_kernels.h has cases here, built float32 ties included
+    for every GEMM and depthwise kernel."""
     protos = {f for f in helium_harness.prototypes() if "_onnx" in f}
     assert protos <= {c.function for c in CASES}, protos - {c.function for c in CASES}
-    tie_layers = ("onnx_conv0_2", "onnx_conv1_2", "onnx_dw0_1", "onnx_fc1_1")  # tie_requant's layers
-    ties = {c.function for c in CASES if c.name.split("-")[0] in tie_layers}
-    assert {"ecc_helium_conv2d_onnx_ties_s8", "ecc_helium_conv2d_1x1_onnx_ties_s8",
-            "ecc_helium_depthwise_conv2d_onnx_ties_s8", "ecc_helium_fully_connected_onnx_ties_s8"} <= ties, ties
+    ties = {c.function for c in CASES if c.name.startswith("onnx_f32tie")}
+    assert {f"ecc_helium_{k}_onnx_s8" for k in ("conv2d", "conv2d_1x1", "conv2d_1x1_sparse", "depthwise_conv2d",
+                                                 "fully_connected")} <= ties, ties
+
+
+def test_no_fma_in_the_onnx_entry_points(firmware):
+    """The float32 product goes straight into the rounding conversion: no VFMA / VFMS (a contracted
+    a * b + c would skip the product's rounding) in any helium _onnx entry point of the firmware,
+    and each weighted one has its VCVTN."""
+    elf, _ = firmware
+    dis = subprocess.run(["arm-none-eabi-objdump", "-d", str(elf)], capture_output=True, text=True, check=True).stdout
+    funcs = dict(re.findall(r"^[0-9a-f]+ <(ecc_helium_\w+_onnx_s8)>:\n(.*?)(?=\n\n)", dis, flags=re.M | re.S))
+    weighted = [f for f in funcs if not f.startswith(("ecc_helium_add", "ecc_helium_avg"))]
+    assert len(weighted) == 5, sorted(funcs)
+    for name, body in funcs.items():
+        assert not re.search(r"\bv?fm[as]\b|vfma|vfms", body), name
+    for name in weighted:
+        assert "vcvtn.s32.f32" in funcs[name], name
 
 
 @pytest.mark.parametrize("index", range(len(CASES)), ids=[c.name for c in CASES])

@@ -160,7 +160,7 @@ def test_sparse_variants_come_first():
     assert sparse["ecc_neon_conv2d_1x1_sparse_dot_s8"].requires == frozenset({"dotprod"})
     assert {v.function for v in hv.CONV2D if "sparse" in v.name} == {
         "ecc_helium_conv2d_1x1_sparse_s8", "ecc_helium_conv2d_1x1_sparse_relu_s8",
-        "ecc_helium_conv2d_1x1_sparse_onnx_s8", "ecc_helium_conv2d_1x1_sparse_onnx_ties_s8"}
+        "ecc_helium_conv2d_1x1_sparse_onnx_s8"}
 
 
 def test_sparse_dot_only_where_it_pays():

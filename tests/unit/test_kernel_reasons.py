@@ -64,6 +64,9 @@ def test_missing_board_feature_and_layout(softmax):
     assert _reason(g, node, portable, ("neon", "portable")) == "neon: needs dotprod, which this board lacks"
     assert _reason(g, node, portable, ("neon", "portable"), ("dotprod",)) == \
         "optimize ram: a kernel with less scratch than neon"  # it applies: only `optimize: ram` passes it over
+    set_variants(_variant("neon", requires=frozenset({"dotprod"}), requires_why="needs SDOT for speed"), portable)
+    assert _reason(g, node, portable, ("neon", "portable")) == \
+        "neon: needs SDOT for speed (dotprod, which this board lacks)"  # requires_why: the user's words
     set_variants(_variant("neon", layouts=frozenset({"CHWN"})), portable)
     assert _reason(g, node, portable, ("neon", "portable")) == "neon: no kernel for the NHWC layout"
 

@@ -2,7 +2,8 @@
 (when a variant is exact, and why_not: the first reason it is not), scratch sizes and argument
 lists, and the KernelVariant tuples the op modules list; the offline weight re-packing and bias
 folding are helium_pack.py, the choice of requantization entry point helium_rq.py. Every variant
-requires the board feature `mve` (KernelVariant.requires).
+requires the board feature `mve` (KernelVariant.requires), the `_onnx` ones of Conv / depthwise / FC
+also `mve_fp` (onnxruntime's float32 output stage).
 
 GEMM kernels (conv2d, conv2d_1x1, fully_connected) multiply with VMLADAV(A).S8: each product and
 sum is exact in 32 bits, no two products share a 16-bit lane, so weights of -128 are accepted
@@ -13,9 +14,9 @@ every tap widened alone (tap_pairs = 0).
 Exactness: the accumulators are int32 and wrap like the portable kernels' int32 sums, so folding
 the input offset into the bias (mod 2^32) changes nothing; the vectorised requantization equals
 TFLite's MultiplyByQuantizedMultiplier for shifts in [-31, 0] and multipliers in [0, 2^31)
-(ecc_helium.h), and under rounding "onnx" the `_onnx` entry points equal the portable `_onnx`
-twins where helium_rq.modes_and_reasons proves no tie can occur. Each variant's why_not gives the
-first reason it does not apply. The C side of these conventions is documented in
+(ecc_helium.h), and under rounding "onnx" the `_onnx` entry points of Conv / depthwise / FC do the
+float32 operations of fixed_point.requantize_s8_f32 (the portable `_onnx` twins). Each variant's
+why_not gives the first reason it does not apply. The C side of these conventions is documented in
 c_templates/kernels/helium/ecc_helium.h.
 """
 from __future__ import annotations
@@ -28,41 +29,43 @@ import numpy as np
 from toolchain.ir import Graph, Node
 # the offline parts, also reached through this module (tests: hv.fold, hv.pack_gemm, hv.DW_LANES ...)
 from toolchain.isa.helium_pack import DW_LANES, Folded, fold, wrap32  # noqa: F401
-from toolchain.isa.helium_pack import (fold_or_reason, lane_safe, lanes_px, mode_reason, n_chunks, pack_depthwise,
-                                       pack_gemm, pack_sparse_gemm)
-from toolchain.isa.helium_rq import MODES, ONNX, ONNX_TIES, add_onnx_reason
+from toolchain.isa.helium_pack import (as_mode, fold_or_reason, lane_safe, lanes_px, mode_reason, n_chunks,
+                                       pack_depthwise, pack_gemm, pack_sparse_gemm)
+from toolchain.isa.helium_rq import MODES, ONNX, ONNX_FEATURES, ONNX_FEATURES_WHY, add_onnx_reason
 from toolchain.isa.packing import ConstantSplit, fold_bias, layer_constants, split_constants
 from toolchain.ops import add, conv2d, depthwise_conv2d, fully_connected
 from toolchain.ops.binary import needs_broadcast
-from toolchain.ops.fixed_point import graph_rounding, multiply_by_quantized_multiplier_rne
+from toolchain.ops.fixed_point import graph_rounding, requantize_s8_f32
 from toolchain.ops.pool2d import AvgPool2D
 from toolchain.ops.registry import CArg, KernelVariant, OpKind, add_variants
 
 HELIUM_HEADERS = ("helium/ecc_helium_kernels.h", "helium/ecc_helium.h")
 MVE = frozenset({"mve"})
 # requantization entry points (helium_rq): "relu" = ECC_HELIUM_NOFIX, "full" = ECC_HELIUM_FIX (rounding
-# tflm), "onnx" = ECC_HELIUM_RNE (rounding onnx)
+# tflm), "onnx" = ECC_HELIUM_F32 for Conv / depthwise / FC (rounding onnx; Add: ECC_HELIUM_RNE[_TIES])
 Plan = tuple[list[CArg], int]  # (argument list, scratch bytes)
 
 
 # ---- variant factory ----------------------------------------------------------------------------
-TAILS = {"relu": "_relu", "full": "", ONNX: "_onnx", ONNX_TIES: "_onnx_ties", "any": ""}
+TAILS = {"relu": "_relu", "full": "", ONNX: "_onnx", "any": ""}
 
 
 def rounding_of(mode: str) -> str | None:
     """The model rounding (YAML `rounding`) an entry point of requantization `mode` serves (None: an
     op without rounding, mode "any")."""
-    return None if mode == "any" else "onnx" if mode in (ONNX, ONNX_TIES) else "tflm"
+    return None if mode == "any" else "onnx" if mode == ONNX else "tflm"
 
 
 def helium_variant(op: str, variant: str = "", *, mode: str = "full", applies: Callable[[Node, Graph], bool],
                    scratch_bytes: Callable[[Node, Graph], int] = lambda n, g: 0,
                    args: Callable[[Node, Graph], list[CArg]] | None = None,
-                   why_not: Callable[[Node, Graph], str | None] = lambda n, g: None, **kw: Any) -> KernelVariant:
+                   why_not: Callable[[Node, Graph], str | None] = lambda n, g: None, requires: frozenset = MVE,
+                   **kw: Any) -> KernelVariant:
     """The helium/<op>[_<variant>]_s8.c.j2 entry point for one requantization mode: function
-    ecc_helium_<op>[_<variant>][_relu|_onnx|_onnx_ties]_s8, reported as kernel "helium[_<variant>][<same>]",
+    ecc_helium_<op>[_<variant>][_relu|_onnx]_s8, reported as kernel "helium[_<variant>][<same>]",
     applying only to graphs of its rounding (fixed_point.graph_rounding); why_not: the first reason
-    it does not apply (the given why_not; None under the other rounding, where the twin speaks)."""
+    it does not apply (the given why_not; None under the other rounding, where the twin speaks);
+    requires: the board features it needs (kw may give KernelVariant.requires_why)."""
     stem = f"{op}_{variant}" if variant else op
     tail, rounding = TAILS[mode], rounding_of(mode)
 
@@ -74,12 +77,15 @@ def helium_variant(op: str, variant: str = "", *, mode: str = "full", applies: C
     return KernelVariant(f"helium{'_' + variant if variant else ''}{tail}", "helium", f"helium/{stem}_s8.c.j2",
                          f"ecc_helium_{stem}{tail}_s8",
                          lambda n, g: rounding in (None, graph_rounding(g)) and applies(n, g),
-                         scratch_bytes, args, HELIUM_HEADERS, requires=MVE, why_not=reason, **kw)
+                         scratch_bytes, args, HELIUM_HEADERS, requires=requires, why_not=reason, **kw)
 
 
 def _plan_variant(op: str, variant: str, mode: str, plan: Callable[[Node, Graph], Plan | str],
                   **kw: Any) -> KernelVariant:
-    """A variant from a plan: (argument list, scratch bytes) when it applies, else the reason."""
+    """A variant of a weighted op (Conv / depthwise / FC) from a plan: (argument list, scratch bytes)
+    when it applies, else the reason; its onnx mode (float32 output stage) also needs mve_fp."""
+    if mode == ONNX:
+        kw = dict(requires=MVE | ONNX_FEATURES, requires_why=ONNX_FEATURES_WHY, **kw)
     return helium_variant(op, variant, mode=mode, applies=lambda n, g: not isinstance(plan(n, g), str),
                           scratch_bytes=lambda n, g: plan(n, g)[1], args=lambda n, g: plan(n, g)[0],
                           why_not=lambda n, g: r if isinstance(r := plan(n, g), str) else None, **kw)
@@ -96,9 +102,10 @@ def _bias(node: Node, graph: Graph) -> np.ndarray | None:
 # ---- conv2d: pointwise (rows straight from the input) and general (im2col) ----------------------
 def _sparse_split(w2d: np.ndarray, bias: np.ndarray | None, k: dict, mode: str) -> ConstantSplit | str:
     """The constant channels of a 1x1 layer (packing.layer_constants, TFLM rounding), their row values
-    re-derived with onnx's rounding for mode "onnx" (both monotone in the accumulator: a channel is
-    constant iff its two extreme accumulators agree; a channel constant under one rounding but not
-    the other leaves the layer to the dense kernel); the reason when there is none."""
+    re-derived with onnx's float32 output stage (requantize_s8_f32) for mode "onnx" (both monotone
+    in the accumulator: a channel is constant iff its two extreme accumulators agree; a channel
+    constant under one rounding but not the other leaves the layer to the dense kernel); the reason
+    when there is none."""
     act = (k["act_min"], k["act_max"])
     split = split_constants(layer_constants(w2d, bias, k["input_offset"], k["out_mult"], k["out_shift"],
                                             k["output_offset"], act))
@@ -111,8 +118,9 @@ def _sparse_split(w2d: np.ndarray, bias: np.ndarray | None, k: dict, mode: str) 
     shift = np.broadcast_to(np.asarray(k["out_shift"], np.int64).reshape(-1), (o,))
     w = w2d.astype(np.int64)
     b = np.where(mult != 0, fold_bias(w2d, bias, k["input_offset"]), 0)
-    ends = [np.clip(multiply_by_quantized_multiplier_rne(b + np.where(w > 0, e * w, (-1 - e) * w).sum(axis=1), mult,
-                                                         shift) + int(k["output_offset"]), *act) for e in (-128, 127)]
+    # the ends of a constant channel's range are inside int32 (layer_constants): no wrap to model
+    ends = [requantize_s8_f32(b + np.where(w > 0, e * w, (-1 - e) * w).sum(axis=1), mult, shift,
+                              int(k["output_offset"]), *act) for e in (-128, 127)]
     const = np.setdiff1d(np.arange(o), split.live)
     if np.any(ends[0][const] != ends[1][const]):
         return "a channel constant under TFLM rounding is not constant under onnx rounding"
@@ -144,6 +152,7 @@ def conv_plan_or_reason(k: dict, x_shape: tuple[int, ...], w: np.ndarray, bias: 
                        (k["act_min"], k["act_max"]))
     if (why := mode_reason(f, mode)) is not None:
         return why
+    f = as_mode(f, mode)  # the record words this entry point reads
     quant = [k["output_offset"], k["act_min"], k["act_max"]]
     if sparse:
         split = _sparse_split(w2d, bias, k, mode) if pointwise else "not a 1x1 kernel without padding"
@@ -196,6 +205,7 @@ def fc_plan_or_reason(k: dict, x_shape: tuple[int, ...], w: np.ndarray, bias: np
                        (k["act_min"], k["act_max"]))
     if (why := mode_reason(f, mode)) is not None:
         return why
+    f = as_mode(f, mode)  # the record words this entry point reads
     args = [*map(CArg.lit, [k["output_offset"], k["act_min"], k["act_max"], *x_shape]), CArg("act", x),
             CArg("array", pack_gemm(w, f), "wpack"), CArg.lit(y_shape[1]), CArg("act", y)]
     return args, (2 * 16 * n_chunks(w.shape[1]) if w.shape[1] % 16 else 0)  # rows staged when K % 16 != 0
@@ -231,6 +241,7 @@ def dw_plan_or_reason(k: dict, x_shape: tuple[int, ...], w: np.ndarray, bias: np
                        k["output_offset"], (k["act_min"], k["act_max"]))
     if (why := mode_reason(f, mode)) is not None:
         return why
+    f = as_mode(f, mode)  # the record words this entry point reads
     px = lanes_px(c, k["stride"][1])
     args = [*map(CArg.lit, [*k["stride"], *k["pad"], *k["dilation"], px, int(lane_safe(w)), -k["input_offset"],
                             k["output_offset"], k["act_min"], k["act_max"], *x_shape]), CArg("act", x),

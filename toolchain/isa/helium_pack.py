@@ -9,8 +9,9 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from toolchain.isa.helium_rq import accumulator_bound, modes_and_reasons
+from toolchain.isa.helium_rq import ONNX, modes_and_reasons
 from toolchain.isa.packing import ConstantSplit
+from toolchain.ops.fixed_point import f32_scale
 
 
 def wrap32(v) -> np.ndarray:
@@ -30,10 +31,10 @@ class Folded:
     """A layer's offline requantization for the helium kernels.
 
     bias: int32, bias + input_offset * sum(w) wrapped; mult, shift: int32 per channel (the VRSHL
-    amount); modes: the entry points that are exact for this layer ("relu": the clamp starts at or
-    above the output zero point, or no live channel shifts, so the round-half-away fix-up cannot
-    change an output; "full": any shift <= 0; "onnx": see helium_rq); why: mode -> the reason it is
-    not among them."""
+    amount; as_mode(f, "onnx"): the float32 scale's bits and 0); modes: the entry points that are
+    exact for this layer ("relu": the clamp starts at or above the output zero point, or no live
+    channel shifts, so the round-half-away fix-up cannot change an output; "full": any shift <= 0;
+    "onnx": always, see helium_rq); why: mode -> the reason it is not among them."""
 
     bias: np.ndarray
     mult: np.ndarray
@@ -55,8 +56,7 @@ def fold_or_reason(w2d: np.ndarray, bias: np.ndarray | None, input_offset: int, 
     if np.any(shift < -31) or np.any(shift > 31):
         return "a requantization multiplier below 2^-32 or above 2^31"
     b = np.zeros(o, np.int64) if bias is None else np.asarray(bias, np.int64).reshape(-1)
-    modes, why = modes_and_reasons(mult, shift, accumulator_bound(w2d, bias, input_offset), output_offset,
-                                   act_range[0])
+    modes, why = modes_and_reasons(mult, shift, output_offset, act_range[0])
     b = wrap32(b + int(input_offset) * w2d.astype(np.int64).sum(axis=1))
     return Folded(b, mult.astype(np.int32), shift.astype(np.int32), modes, why)
 
@@ -67,6 +67,16 @@ def fold(w2d: np.ndarray, bias: np.ndarray | None, input_offset: int, mult, shif
     multiplier outside [0, 2^31), or neither TFLM's nor onnx's epilogue applies)."""
     f = fold_or_reason(w2d, bias, input_offset, mult, shift, output_offset, act_range)
     return f if isinstance(f, Folded) and f.modes else None
+
+
+def as_mode(f: Folded, mode: str) -> Folded:
+    """The record words the `mode` entry point reads: f itself for TFLM's modes; for "onnx"
+    (ECC_HELIUM_F32) mult holds the bits of the float32 scale fixed_point.f32_scale(mult, shift)
+    (the reference's S bit for bit) and shift 0 (unused)."""
+    if mode != ONNX:
+        return f
+    scale = f32_scale(f.mult, f.shift).astype("<f4")
+    return replace(f, mult=scale.view(np.int32).copy(), shift=np.zeros_like(f.shift))
 
 
 def mode_reason(f: Folded | str, mode: str) -> str | None:

@@ -18,21 +18,29 @@
  *   to negative values with a non-zero shift first. NOFIX skips it where it cannot matter: a
  *   negative high product gives at most output_offset either way, and the layer clamps at
  *   act_min >= output_offset (ReLU-like ranges), or no channel shifts.
- * - Rounding "onnx" (ECC_HELIUM_RNE, the `_onnx` entry points): x * mult * 2^(shift - 31) rounded
- *   once, ties to even (ecc_multiply_by_quantized_multiplier_rne), for shifts in [-31, -1]. With
- *   p = x * mult and s = -shift >= 1, vqdmulh gives h = floor(p / 2^31) (exact: mult >= 0, so never
- *   the one saturating pair) and vrshl(h, -s) = floor((h + 2^(s-1)) / 2^s) = floor((p + 2^(30+s)) /
- *   2^(31+s)), the real value rounded half up: the low 31 bits of p cannot carry into bit 31+s.
- *   Half up equals ties to even except at exact ties, p an odd multiple of 2^(30+s), i.e. x an odd
- *   multiple of 2^(30+s-v) with v the trailing zero bits of mult: toolchain/isa/helium_rq.py
- *   offers the entry point only for layers whose accumulators are bounded below that (no tie can
- *   occur), so the epilogue is two instructions, like ECC_HELIUM_NOFIX.
- * - ECC_HELIUM_RNE_TIES (the `_onnx_ties` entry points, any layer): the same, minus 1 at a tie whose
- *   lower neighbour is even: l = vmul (the low 32 bits of p) has its low 31 bits zero and the low
- *   s + 1 bits of h are 2^(s-1) (h << (31 - s) == 2^30). A shift >= 0 (s < 1) first multiplies x by
- *   2^(shift + 1) with saturation (then s = 1): a saturated x has |x| >= 2^(30 - shift), so with a
- *   multiplier >= 2^30 (checked offline) the real result is at least 2^29 in magnitude, and the
- *   saturated one too, with the same sign: both clamp to the same int8 bound.
+ * - Rounding "onnx" of Conv / depthwise / FC (ECC_HELIUM_F32, the `_onnx` entry points; MVE
+ *   float, board feature mve_fp): onnxruntime's float32 output stage (MLAS MlasRequantizeOutput,
+ *   toolchain.ops.fixed_point.requantize_s8_f32): VCVT.F32.S32 of acc + bias' (round to nearest
+ *   even), VMUL.F32 by the channel's float32 scale S, VCVTN.S32.F32 (round to nearest, ties to
+ *   even), then the output offset added with saturation (VQADD: the conversion saturates at int32,
+ *   so a wrapped sum cannot pull a huge product back into range) and the integer clamp. The blob's
+ *   `mult` word holds the bits of S (f32_scale(mult, shift), helium_pack.as_mode), its shift word
+ *   is unused (0). The product goes straight into the conversion: there is no a * b + c for a
+ *   compiler to contract into a fused multiply-add (the rounding of fl32(acc * S) must happen).
+ * - ECC_HELIUM_RNE / ECC_HELIUM_RNE_TIES (Add's onnx output stage only, add_s8.c.j2): x * mult *
+ *   2^(shift - 31) rounded once, ties to even (ecc_multiply_by_quantized_multiplier_rne), for shifts
+ *   in [-31, -1]. With p = x * mult and s = -shift >= 1, vqdmulh gives h = floor(p / 2^31) (exact:
+ *   mult >= 0, so never the one saturating pair) and vrshl(h, -s) = floor((h + 2^(s-1)) / 2^s) =
+ *   floor((p + 2^(30+s)) / 2^(31+s)), the real value rounded half up: the low 31 bits of p cannot
+ *   carry into bit 31+s. Half up equals ties to even except at exact ties, p an odd multiple of
+ *   2^(30+s), i.e. x an odd multiple of 2^(30+s-v) with v the trailing zero bits of mult: the add
+ *   kernel checks its tables bound the sums below that before it takes ECC_HELIUM_RNE.
+ * - ECC_HELIUM_RNE_TIES (any sum): the same, minus 1 at a tie whose lower neighbour is even:
+ *   l = vmul (the low 32 bits of p) has its low 31 bits zero and the low s + 1 bits of h are
+ *   2^(s-1) (h << (31 - s) == 2^30). A shift >= 0 (s < 1) first multiplies x by 2^(shift + 1) with
+ *   saturation (then s = 1): a saturated x has |x| >= 2^(30 - shift), so with a multiplier >= 2^30
+ *   (checked offline) the real result is at least 2^29 in magnitude, and the saturated one too,
+ *   with the same sign: both clamp to the same int8 bound.
  * Vector loads are 16-byte VLDRB (any alignment); VLDRW of the weight blobs needs them word
  * aligned (the blobs are 16-byte aligned and every record is a multiple of 16 bytes).
  */
@@ -46,6 +54,7 @@
 #define ECC_HELIUM_FIX 1
 #define ECC_HELIUM_RNE 2
 #define ECC_HELIUM_RNE_TIES 3
+#define ECC_HELIUM_F32 4
 
 /* n int8 from src to dst, a tail-predicated low-overhead loop (16 bytes per iteration) */
 static inline void ecc_helium_copy(int8_t *dst, const int8_t *src, int32_t n)
@@ -88,8 +97,8 @@ static inline int32x4_t ecc_helium_pack4(int32_t a, int32_t b, int32_t c, int32_
 }
 
 /* High product and rounding shift of TFLite's MultiplyByQuantizedMultiplier (shift <= 0), or with
- * fix = ECC_HELIUM_RNE the single rounding of rounding "onnx" (no ties, see above): ne holds the
- * shifts (= -exponent). */
+ * fix = ECC_HELIUM_RNE / ECC_HELIUM_RNE_TIES Add's single rounding of rounding "onnx" (see above): ne
+ * holds the shifts (= -exponent). */
 static inline __attribute__((always_inline)) int32x4_t ecc_helium_mbqm(int32x4_t acc, int32x4_t mult, int32x4_t ne,
                                                                        const int fix)
 {
@@ -115,13 +124,25 @@ static inline __attribute__((always_inline)) int32x4_t ecc_helium_mbqm(int32x4_t
     return vrshlq_s32(v, ne);
 }
 
-/* requantize four accumulators (bias not yet added) to int32 outputs in [lo, hi] */
+/* onnxruntime's float32 output stage of four int32 sums (ECC_HELIUM_F32): rint(fl32(fl32(v) * s)),
+ * saturated at int32. The product feeds the conversion directly (no add to fuse it with). */
+static inline __attribute__((always_inline)) int32x4_t ecc_helium_f32_rq(int32x4_t v, float32x4_t s)
+{
+    return vcvtnq_s32_f32(vmulq_f32(vcvtq_f32_s32(v), s));
+}
+
+/* requantize four accumulators (bias not yet added) to int32 outputs in [lo, hi]; ECC_HELIUM_F32:
+ * mult holds the float32 scales' bits (ne unused) */
 static inline __attribute__((always_inline)) int32x4_t ecc_helium_rq(int32x4_t acc, int32x4_t bias, int32x4_t mult,
                                                                      int32x4_t ne, int32_t off, int32x4_t lo,
                                                                      int32x4_t hi, const int fix)
 {
-    int32x4_t v = ecc_helium_mbqm(vaddq_s32(acc, bias), mult, ne, fix);
-    v = vaddq_n_s32(v, off);
+    int32x4_t v;
+    if (fix == ECC_HELIUM_F32) {
+        v = vqaddq_n_s32(ecc_helium_f32_rq(vaddq_s32(acc, bias), vreinterpretq_f32_s32(mult)), off);
+    } else {
+        v = vaddq_n_s32(ecc_helium_mbqm(vaddq_s32(acc, bias), mult, ne, fix), off);
+    }
     return vminq_s32(vmaxq_s32(v, lo), hi);
 }
 
@@ -177,7 +198,7 @@ typedef struct {
 /* One GEMM pass of two rows over every quad of output channels, requantization and stores
  * included (the last quad predicated). o (r1) walks row 0's outputs; the byte stores of 32-bit
  * lanes need low registers: o, and the accumulator a0 (r0), free by then. */
-#define ECC_HELIUM_GEMM2_ASM(MUL, FIX, STORE)                                                          \
+#define ECC_HELIUM_GEMM2_ASM(RQ, OFF, STORE)                                                           \
     "9:\n\t"                                                                               \
     "ldr %[l0], [%[cfg]]\n\t"                                                              \
     "ldr %[l1], [%[cfg], #4]\n\t"                                                          \
@@ -191,16 +212,8 @@ typedef struct {
     "vldrw.32 q2, [%[w]], #16\n\t"                                                         \
     "vadd.i32 q0, q0, q2\n\t"                                                              \
     "vadd.i32 q1, q1, q2\n\t"                                                              \
-    "vldrw.32 q2, [%[w]], #16\n\t"                                                         \
-    MUL " q0, q0, q2\n\t"                                                                   \
-    MUL " q1, q1, q2\n\t"                                                                   \
-    "vldrw.32 q2, [%[w]], #16\n\t"                                                         \
-    FIX                                                                                    \
-    "vrshl.s32 q0, q0, q2\n\t"                                                             \
-    "vrshl.s32 q1, q1, q2\n\t"                                                             \
-    "ldr %[n], [%[cfg], #12]\n\t"                                                          \
-    "vadd.i32 q0, q0, %[n]\n\t"                                                            \
-    "vadd.i32 q1, q1, %[n]\n\t"                                                            \
+    RQ                                                                                     \
+    OFF                                                                                    \
     "vmax.s32 q0, q0, %q[lo]\n\t"                                                          \
     "vmax.s32 q1, q1, %q[lo]\n\t"                                                          \
     "vmin.s32 q0, q0, %q[hi]\n\t"                                                          \
@@ -227,6 +240,35 @@ typedef struct {
     "adds %[o], %[o], #4\n\t"                                                              \
     "cmp %[a1], #4\n\t"                                                                    \
     "bgt 9b\n\t"
+/* TFLM's requantization of both vectors (the high product MUL, the fix-up FIX, the rounding shift) */
+#define ECC_HELIUM_GEMM2_RQ(MUL, FIX)                                                      \
+    "vldrw.32 q2, [%[w]], #16\n\t"                                                         \
+    MUL " q0, q0, q2\n\t"                                                                   \
+    MUL " q1, q1, q2\n\t"                                                                   \
+    "vldrw.32 q2, [%[w]], #16\n\t"                                                         \
+    FIX                                                                                    \
+    "vrshl.s32 q0, q0, q2\n\t"                                                             \
+    "vrshl.s32 q1, q1, q2\n\t"
+/* onnxruntime's float32 output stage of both vectors (ECC_HELIUM_F32): the scales in q2, the unused
+ * shift word skipped by the load's write-back; each product goes straight into VCVTN */
+#define ECC_HELIUM_GEMM2_RQ_F32                                                            \
+    "vldrw.32 q2, [%[w]], #32\n\t"                                                         \
+    "vcvt.f32.s32 q0, q0\n\t"                                                              \
+    "vcvt.f32.s32 q1, q1\n\t"                                                              \
+    "vmul.f32 q0, q0, q2\n\t"                                                              \
+    "vmul.f32 q1, q1, q2\n\t"                                                              \
+    "vcvtn.s32.f32 q0, q0\n\t"                                                             \
+    "vcvtn.s32.f32 q1, q1\n\t"
+/* the output offset added (TFLM: from the loop state; its results cannot overflow) */
+#define ECC_HELIUM_GEMM2_OFF                                                               \
+    "ldr %[n], [%[cfg], #12]\n\t"                                                          \
+    "vadd.i32 q0, q0, %[n]\n\t"                                                            \
+    "vadd.i32 q1, q1, %[n]\n\t"
+/* ECC_HELIUM_F32: with saturation (VCVTN saturates at int32), from a vector operand (voff) */
+#define ECC_HELIUM_GEMM2_OFF_F32                                                           \
+    "vqadd.s32 q0, q0, %q[voff]\n\t"                                                       \
+    "vqadd.s32 q1, q1, %q[voff]\n\t"
+#define ECC_HELIUM_GEMM2_F32_IN , [voff] "w"(voff)
 /* the round-half-away fix-up of both vectors (shifts in q2) */
 #define ECC_HELIUM_GEMM2_FIX                                                               \
     "vand q3, q0, q2\n\t"                                                                  \
@@ -274,14 +316,19 @@ static inline __attribute__((always_inline)) void ecc_helium_gemm1(
 }
 
 /* The GEMM2 assembly for requantization mode `fix` (a variable in scope): vqrdmulh with or without
- * the fix-up for TFLM, vqdmulh for onnx's single rounding (ECC_HELIUM_RNE). */
+ * the fix-up for TFLM, onnxruntime's float32 output stage for onnx (ECC_HELIUM_F32, the offset added
+ * with saturation: the conversion saturates at int32; voff, the offset in every lane, in scope).
+ * OPERANDS(extra inputs): the asm operands. */
 #define ECC_HELIUM_GEMM2_MODES(STORE, OPERANDS)                                                                 \
-    if (fix == ECC_HELIUM_RNE) {                                                                                \
-        __asm__ volatile(ECC_HELIUM_GEMM2_ASM("vqdmulh.s32", "", STORE) OPERANDS);                              \
+    if (fix == ECC_HELIUM_F32) {                                                                                \
+        __asm__ volatile(ECC_HELIUM_GEMM2_ASM(ECC_HELIUM_GEMM2_RQ_F32, ECC_HELIUM_GEMM2_OFF_F32, STORE)         \
+                             OPERANDS(ECC_HELIUM_GEMM2_F32_IN));                                                \
     } else if (fix) {                                                                                           \
-        __asm__ volatile(ECC_HELIUM_GEMM2_ASM("vqrdmulh.s32", ECC_HELIUM_GEMM2_FIX, STORE) OPERANDS);           \
+        __asm__ volatile(ECC_HELIUM_GEMM2_ASM(ECC_HELIUM_GEMM2_RQ("vqrdmulh.s32", ECC_HELIUM_GEMM2_FIX),        \
+                                              ECC_HELIUM_GEMM2_OFF, STORE) OPERANDS());                         \
     } else {                                                                                                    \
-        __asm__ volatile(ECC_HELIUM_GEMM2_ASM("vqrdmulh.s32", "", STORE) OPERANDS);                             \
+        __asm__ volatile(ECC_HELIUM_GEMM2_ASM(ECC_HELIUM_GEMM2_RQ("vqrdmulh.s32", ""), ECC_HELIUM_GEMM2_OFF,    \
+                                              STORE) OPERANDS());                                               \
     }
 
 /* Every output channel of two rows r0, r1 (nk chunks of 16 int8 each, readable up to 16 * nk):
@@ -299,18 +346,14 @@ static inline __attribute__((always_inline)) void ecc_helium_gemm2(
     register int8_t *o __asm__("r1") = o0;
     const ecc_helium_gemm_t m = {r0, r1, nk - 1, off, (int32_t)(o1 - o0), o0 + out_c};
     const ecc_helium_gemm_t *cfg = &m;
+    const int32x4_t voff = vdupq_n_s32(off); /* ECC_HELIUM_F32 only */
     const int8_t *l0, *l1;
     int32_t n;
-    if (fix == ECC_HELIUM_RNE_TIES) { /* the tie test needs more registers than the assembly has left */
-        ecc_helium_gemm1(r0, nk, w, out_c, o0, off, lo, hi, fix);
-        ecc_helium_gemm1(r1, nk, w, out_c, o1, off, lo, hi, fix);
-        return;
-    }
-#define ECC_HELIUM_GEMM2_OPERANDS                                                                   \
+#define ECC_HELIUM_GEMM2_OPERANDS(IN)                                                               \
     : [a0] "=&r"(a0), [a1] "=&r"(a1), [a2] "=&r"(a2), [a3] "=&r"(a3), [b0] "=&r"(b0), [b1] "=&r"(b1), \
       [b2] "=&r"(b2), [b3] "=&r"(b3), [l0] "=&r"(l0), [l1] "=&r"(l1), [n] "=&r"(n), [w] "+&r"(w),   \
       [o] "+&r"(o)                                                                                  \
-    : [cfg] "r"(cfg), [lo] "w"(lo), [hi] "w"(hi), "m"(m)                                            \
+    : [cfg] "r"(cfg), [lo] "w"(lo), [hi] "w"(hi), "m"(m) IN                                         \
     : "q0", "q1", "q2", "q3", "cc", "memory"
     if (out_c & 3) {
         ECC_HELIUM_GEMM2_MODES(ECC_HELIUM_GEMM2_STORE_TAIL, ECC_HELIUM_GEMM2_OPERANDS)

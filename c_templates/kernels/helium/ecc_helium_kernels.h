@@ -10,8 +10,8 @@
  *   depthwise_conv2d: the same per group of 16 channels;
  * - one entry point per requantization mode: `_relu` for layers whose clamp starts at or above the
  *   output zero point (the round-half-away fix-up cannot change an output there), plain otherwise,
- *   `_onnx` for rounding "onnx" (one rounding, ties to even; the portable `_onnx` twins' results)
- *   where no accumulator can tie (proved offline), `_onnx_ties` for the other layers (a tie test);
+ *   `_onnx` for rounding "onnx" (onnxruntime's float32 output stage, MVE float: the portable `_onnx`
+ *   twins' results; the blob's multiplier words hold the float32 scales);
  * - depthwise_conv2d: tap_pairs = 0 when a weight is -128 (taps widened one by one, BL-04).
  * Argument order as everywhere: scratch, params, quant, input dims, input, weight dims, weights,
  * bias, output dims, output. Scratch sizes: toolchain/isa/helium.py.
@@ -21,12 +21,12 @@
 
 #include <stdint.h>
 
-/* ECC_HELIUM_MODES(kernel, (parameters)): the four entry points ecc_helium_<kernel>[_mode]_s8 of a kernel, one
+/* ECC_HELIUM_MODES(kernel, (parameters)): the three entry points ecc_helium_<kernel>[_mode]_s8 of a kernel, one
  * per requantization mode above, with one parameter list; a twin with the parameters of another entry point
  * is declared with __typeof__ (tests/kernels/isa_harness.py reads the types from both forms) */
 #define ECC_HELIUM_MODES(kernel, params) \
     int ecc_helium_##kernel##_s8 params; int ecc_helium_##kernel##_relu_s8 params; \
-    int ecc_helium_##kernel##_onnx_s8 params; int ecc_helium_##kernel##_onnx_ties_s8 params
+    int ecc_helium_##kernel##_onnx_s8 params
 
 ECC_HELIUM_MODES(conv2d, (int8_t *scratch,
     int32_t stride_h, int32_t stride_w, int32_t pad_top, int32_t pad_left, int32_t dilation_h, int32_t dilation_w,
