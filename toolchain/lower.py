@@ -76,7 +76,10 @@ def kernel_reasons(graph: Graph, chosen: dict[str, KernelVariant], preference: S
 def _why_not(v: KernelVariant, node: Node, graph: Graph, have: frozenset[str], layout: str) -> tuple[str, bool]:
     """(reason variant v was not taken for node, whether the reason is specific rather than generic)."""
     if not v.requires <= have:
-        return f"{v.isa}: needs {', '.join(sorted(v.requires - have))}, which this board lacks", True
+        missing = ', '.join(sorted(v.requires - have))
+        if v.requires_why:
+            return f"{v.isa}: {v.requires_why} ({missing}, which this board lacks)", True
+        return f"{v.isa}: needs {missing}, which this board lacks", True
     if layout not in v.layouts:
         return f"{v.isa}: no kernel for the {layout} layout", True
     own = v.why_not(node, graph) if v.why_not is not None else None

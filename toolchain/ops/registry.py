@@ -136,6 +136,9 @@ class KernelVariant:
     # Board features (boards.yaml isa_features, e.g. "dotprod") the kernel needs beyond its ISA
     # folder; lower.select_kernels skips the variant on boards lacking any of them.
     requires: frozenset[str] = frozenset()
+    # What `requires` buys, in the user's words, for the kernel_reason of a board that lacks it
+    # ("needs MVE float for onnxruntime's float32 requantization"); None: the features are named.
+    requires_why: str | None = None
     # Activation layouts (NHWC, NCHW, CHWN) the kernel reads and writes; lower.select_kernels only
     # chooses it for nodes whose output has one of them (graph.meta["layouts"], default NHWC).
     layouts: frozenset[str] = frozenset({"NHWC"})
