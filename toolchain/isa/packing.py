@@ -118,7 +118,7 @@ def pack_gemm_blob(w2d: np.ndarray, f: "Folded", mode: str, index: np.ndarray | 
     """The weight blob of the dsp GEMM kernels (ecc_dsp.h "GEMM over packed weights"), int8: per pair
     of output channels the two folded biases, the interleaved weights, the two multipliers (F32: the
     float32 bits of S, Folded.multipliers) and sk = shift0 | shift1 << 8 | k << 16 (the shifts of
-    `mode`); an odd last row: bias, weights, mult, sk.
+    `mode`; F32: the output offset, k >> 1); an odd last row: bias, weights, mult, sk.
     index (the sparse kernels, pack_sparse_gemm_blob): the output channel of each row; every record
     then ends with one more word, channel0 | channel1 << 16 (uint16 each; an odd last row: channel0)."""
     o = w2d.shape[0]
@@ -128,6 +128,7 @@ def pack_gemm_blob(w2d: np.ndarray, f: "Folded", mode: str, index: np.ndarray | 
     for i, block in enumerate(pack_gemm_weights(w2d)):
         rows = range(2 * i, min(2 * i + 2, o))
         sk = ((f.k & 0xFFFF) << 16) | sum(int(sh[r]) << (8 * j) for j, r in enumerate(rows))
+        sk = f.k >> 1 if mode == F32 else sk
         parts += [_words([f.bias[r] for r in rows]), block, _words([*(mult[r] for r in rows), sk])]
         if index is not None:
             parts.append(_words([sum(int(index[r]) << (16 * j) for j, r in enumerate(rows))]))

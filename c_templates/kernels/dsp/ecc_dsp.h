@@ -251,8 +251,9 @@ static inline int32_t *ecc_dsp_fill(int32_t *dst, int32_t k, int32_t zq)
 /* ---- GEMM over packed weights (conv2d, conv2d_1x1, fully_connected) ----
  * The weight blob holds, per pair of output channels (rows r0, r1): bias r0, bias r1 (int32), the
  * two rows interleaved per 4-k group (8 bytes per group), mult r0, mult r1 (int32), and one word
- * sk = shift r0 | shift r1 << 8 | k << 16; an odd last row: bias, its groups (4 bytes each), mult,
- * sk. The kernel reads it front to back with one pointer. */
+ * sk = shift r0 | shift r1 << 8 | k << 16 (ECC_DSP_F32: the mults are the float32 scales, sk the output
+ * offset); an odd last row: bias, its groups (4 bytes each), mult, sk. The kernel reads it front to back
+ * with one pointer. */
 
 /* one 4-k group of the 2x2 block: the two rows (t0, t1 widened to t2/t0, t3/t1) x columns A, B (t4/t5) */
 #define ECC_DSP_MAC_GROUP \
@@ -295,14 +296,13 @@ static inline int32_t *ecc_dsp_fill(int32_t *dst, int32_t k, int32_t zq)
     "lsr %[t2], %[t2], #8\n\t" \
     OUT("a1", "t1") OUT("b1", "t1")
 /* ECC_DSP_F32 (ecc_dsp_f32) of the pair, output range [-128, 127]: the multiplier slots hold the float32
- * bits of S (the GEMM accumulators are acc itself), the offset is sk >> 17 (k = 2 off + 1); two VMOVs move
- * the four sums into s0..s3 and back, the products go straight into VCVTR (no FMA), then QADD and SSAT. */
+ * bits of S (the GEMM accumulators are acc itself), the sk word the output offset; two VMOVs move the
+ * four sums into s0..s3 and back, the products go straight into VCVTR (no FMA), then QADD and SSAT. */
 #define ECC_DSP_EPI_F32 \
     "vldmia %[w]!, {s4-s5}\n\t" \
-    "ldr %[t2], [%[w]], #4\n\t" \
+    "ldr %[t3], [%[w]], #4\n\t" \
     "vmov s0, s1, %[a0], %[b0]\n\t" \
     "vmov s2, s3, %[a1], %[b1]\n\t" \
-    "asr %[t3], %[t2], #17\n\t" \
     "vcvt.f32.s32 s0, s0\n\t" \
     "vcvt.f32.s32 s1, s1\n\t" \
     "vcvt.f32.s32 s2, s2\n\t" \
@@ -412,12 +412,12 @@ static inline int32_t *ecc_dsp_fill(int32_t *dst, int32_t k, int32_t zq)
         : "cc", "memory" ECC_DSP_VFP_CLOBBERS)
 
 /* requantize one accumulator of a blob record in C (any mode): mult, the record's sk word, which
- * (ECC_DSP_F32: mult holds the float32 bits of S for acc itself, the offset is sk >> 17) */
+ * (ECC_DSP_F32: mult holds the float32 bits of S for acc itself, sk the output offset) */
 static inline int8_t ecc_dsp_out_sk(int32_t acc, int32_t mult, int32_t sk, int32_t which, int32_t lo, int32_t hi,
                                     const int mode)
 {
     if (mode == ECC_DSP_F32) {
-        return ecc_dsp_f32(acc, mult, sk >> 17, lo, hi);
+        return ecc_dsp_f32(acc, mult, sk, lo, hi);
     }
     return ecc_dsp_out(2 * acc, mult, (sk >> (8 * which)) & 0xFF, sk >> 16, lo, hi, mode);
 }
