@@ -19,7 +19,7 @@ from toolchain.isa import dsp, dsp_transpose
 from toolchain.ops import add, conv2d, depthwise_conv2d, fully_connected
 from toolchain.ops.common import Window
 from toolchain.ops.fixed_point import AddParams, add_params
-from toolchain.isa.packing import MODES, mode_rounding
+from toolchain.isa.packing import MODES, mode_rounding, mode_tail
 from toolchain.ops.pool2d import avg_pool2d_s8, max_pool2d_s8
 from toolchain.ops.transpose_conv import transpose_conv_s8
 
@@ -28,12 +28,12 @@ ISA = "dsp"
 
 def function(op: str, variant: str, mode: str) -> str:
     """The C entry point of a dsp variant (packing.dsp_variant's naming rule)."""
-    return f"ecc_dsp_{op}{'_' + variant if variant else ''}{'' if mode == 'full' else '_' + mode}_s8"
+    return f"ecc_dsp_{op}{'_' + variant if variant else ''}{mode_tail(mode)}_s8"
 
 
 # ---- per-op case builders: every dsp entry point that accepts the call ------------------------
-# modes: the requantization modes tried (packing.MODES: TFLM's rounding; ONNX_MODES: onnx's, whose
-# expected output the caller computes under fixed_point.rounding_mode("onnx"))
+# modes: the requantization modes tried (packing.MODES: TFLM's rounding; F32 or, for transpose conv,
+# ONNX_MODES: onnx's, whose expected output the caller computes under fixed_point.rounding_mode("onnx"))
 def conv_cases(tag: str, x, w, bias, k: dict, expected, modes=MODES) -> list[Case]:
     return isa_cases.planned_cases(ISA, tag, x, expected, (
         (function("conv2d", "1x1" if pointwise else "", mode),

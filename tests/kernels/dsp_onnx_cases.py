@@ -1,17 +1,21 @@
-"""The DSP kernel cases of `rounding: onnx` (one rounding, ties to even: onnxruntime's requantization)
-and of weights holding -128, for every dsp kernel with a requantization epilogue (conv2d general,
-1x1, 1x1 sparse, depthwise general and 3x3, fully_connected, transpose_conv).
+"""The DSP kernel cases of `rounding: onnx` (onnxruntime's requantization) and of weights holding -128,
+for every dsp kernel with a requantization epilogue (conv2d general, 1x1, 1x1 sparse, depthwise general
+and 3x3, fully_connected and its conv2d GEMM fallback, transpose_conv).
 
-Each case goes through the compiler's own plans (toolchain/isa/dsp.py) for the onnx modes
-(packing.ONNX_MODES); the expected output is the numpy reference under
-fixed_point.rounding_mode("onnx"), the oracle the portable `_onnx` C twins are held to
-(multiply_by_quantized_multiplier_rne). Kinds of layers:
-- random: ordinary calibrated multipliers (every odd part large: the fast `_onnx` mode applies);
+Each case goes through the compiler's own plans (toolchain/isa/dsp.py) for the onnx modes: packing.F32
+(the `_onnx` entry points of Conv / depthwise / FC: onnxruntime's float32 output stage) and, for
+transpose conv, packing.ONNX_MODES (the exact product rounded once, ties to even). The expected output
+is the numpy reference under fixed_point.rounding_mode("onnx"), the oracle the portable `_onnx` C twins
+are held to (requantize_s8_f32 for Conv / depthwise / FC, multiply_by_quantized_multiplier_rne for
+transpose conv). Kinds of layers:
+- random: ordinary calibrated multipliers;
 - ties: multipliers 2^30 and 3 * 2^29 (odd parts 1 and 3, as power-of-two scales give) with small
-  shifts and small accumulators, so that many outputs are exact ties (the `_onnx_tie` and
-  `_onnx_clamp` entry points; TFLM's rounding differs there);
+  shifts and small accumulators, so that many outputs are exact ties (in the reals and in float32);
 - edges: shift 0 (e = 0), multiplier 0, shifts below -31 (they give 0 under onnx), narrow ranges;
-- minus128: weights holding -128 in every kernel, under both roundings (TFLM's modes too).
+- minus128: weights holding -128 in every kernel, under both roundings (TFLM's modes too);
+- f32ties (f32_tie_cases): per channel a float32 scale S and an accumulator whose float32 product
+  fl32(fl32(acc) S) is exactly k + 1/2 while the real product is not (below it and above it, k odd and
+  even), some accumulators past 2^24 (fl32(acc) != acc): onnxruntime's rounding and the exact one differ.
 """
 from __future__ import annotations
 
@@ -24,10 +28,12 @@ import isa_cases
 from dsp_cases import CONV_SHAPES, DW_SHAPES, TCONV_SHAPES, _act, _requant
 from dsp_harness import Case
 from toolchain.isa import dsp
-from toolchain.isa.packing import MODES, ONNX_MODES
+from fractions import Fraction
+
+from toolchain.isa.packing import F32, MODES, ONNX_MODES
 from toolchain.ops import add, conv2d, depthwise_conv2d, fully_connected
 from toolchain.ops.common import Window
-from toolchain.ops.fixed_point import add_params, rounding_mode
+from toolchain.ops.fixed_point import add_params, f32_scale, quantize_multiplier, rounding_mode
 from toolchain.ops.pool2d import avg_pool2d_s8
 from toolchain.ops.transpose_conv import transpose_conv_s8
 
@@ -93,10 +99,11 @@ def conv_onnx_cases(rng: np.random.Generator, kinds=KINDS) -> list[Case]:
     return cases
 
 
-def _both(tag: str, builder, reference, x, w, bias, k: dict, kind: str) -> list[Case]:
-    """The onnx-mode cases of one layer, plus its TFLM-mode cases for the minus128 kind."""
+def _both(tag: str, builder, reference, x, w, bias, k: dict, kind: str, modes=(F32,)) -> list[Case]:
+    """The onnx-mode cases of one layer (`modes`: F32, transpose conv ONNX_MODES), plus its TFLM-mode
+    cases for the minus128 kind."""
     with rounding_mode("onnx"):
-        cases = builder(tag, x, w, bias, k, reference(x, w, bias, **k), modes=ONNX_MODES)
+        cases = builder(tag, x, w, bias, k, reference(x, w, bias, **k), modes=modes)
     if kind == "minus128":
         cases += builder(f"{tag}_tflm", x, w, bias, k, reference(x, w, bias, **k), modes=MODES)
     return cases
@@ -170,14 +177,14 @@ def tconv_onnx_cases(rng: np.random.Generator, kinds=KINDS) -> list[Case]:
             k = dict(stride=st, pad=pad, out_hw=out_hw, input_offset=0 if kind == "ties" else -zin,
                      output_offset=zout, out_mult=mult, out_shift=shift, act_min=lo, act_max=hi)
             cases += _both(f"onnx_tconv{i}_{kind}", dsp_cases.transpose_conv_cases, transpose_conv_s8, x, w, bias, k,
-                           kind)
+                           kind, ONNX_MODES)
     return cases
 
 
 def boundary_cases() -> list[Case]:
-    """The tie-free bound of the fast `_onnx` mode (packing.TIE_FREE_ODD = 511): 1x1 convs whose
-    accumulators sweep across the ties odd * m_odd / 2 near 255 (1024 * m_odd * 2^21 / 2^32), with the
-    odd parts 511 (the fast mode applies: no tie changes an output) and 509 (clamping mode only)."""
+    """1x1 convs whose accumulators sweep across the exact ties odd * m_odd / 2 near 255
+    (1024 * m_odd * 2^21 / 2^32; odd parts 509 and 511, the tie-free bound of transpose conv's RNE
+    `_onnx` mode, packing.TIE_FREE_ODD): on the F32 entry points these are float32 ties too."""
     cases: list[Case] = []
     for odd in (509, 511):
         x = np.arange(-128, 128, dtype=np.int8).reshape(1, 16, 16, 1).repeat(4, axis=3)
@@ -188,7 +195,7 @@ def boundary_cases() -> list[Case]:
                  act_max=127)
         with rounding_mode("onnx"):
             cases += dsp_cases.conv_cases(f"onnx_tiebound{odd}", x, w, bias, k, conv2d.conv2d_s8(x, w, bias, **k),
-                                          modes=ONNX_MODES)
+                                          modes=(F32,))
     return cases
 
 
@@ -233,8 +240,85 @@ def avg_pool_onnx_cases(rng: np.random.Generator) -> list[Case]:
     return cases
 
 
+def f32_ties(rng: np.random.Generator, n: int, big: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """n channels (acc int64, mult int32, shift int32) whose float32 product fl32(fl32(acc) S),
+    S = f32_scale(mult, shift), is exactly k + 1/2 while the real product acc S is not: alternately
+    below and above k + 1/2, k of both parities and signs (so rint goes up where the reals go down, and
+    the reverse). big: accumulators in [2^24, 2^29) (fl32(acc) rounds acc), else in [2^9, 2^22).
+    (mult, shift) = quantize_multiplier(S), exact for a float32 S (f32_scale gives S back)."""
+    accs, mults, shifts = [], [], []
+    while len(accs) < n:
+        acc = int(rng.integers(1 << 24, 1 << 29)) if big else int(rng.integers(1 << 9, 1 << 22))
+        acc *= 1 if rng.random() < 0.5 else -1
+        k = int(rng.integers(-110, 110))
+        s = np.float32((k + 0.5) / acc)
+        if not 2.0**-31 < abs(float(s)) < 0.5 or s <= 0:
+            continue
+        m, sh = quantize_multiplier(float(s))
+        if np.float32(f32_scale(m, sh)) != s:
+            continue
+        prod = np.float32(np.float32(acc) * s)
+        exact = Fraction(acc) * Fraction(float(s))
+        want_above = len(accs) % 2 == 0
+        if float(prod) != k + 0.5 or exact == Fraction(2 * k + 1, 2) or (exact > Fraction(2 * k + 1, 2)) != want_above:
+            continue
+        accs.append(acc)
+        mults.append(m)
+        shifts.append(sh)
+    return np.array(accs, np.int64), np.array(mults, np.int32), np.array(shifts, np.int32)
+
+
+def f32_tie_cases(rng: np.random.Generator) -> list[Case]:
+    """Layers whose accumulators hit f32_ties: 1x1 conv (and 1x1 sparse, general), depthwise 3x3 and
+    general, fully connected (and its GEMM fallback). Channel c reads input x_c running over [-128, 127]
+    with weight 1 (the centre tap for depthwise) and bias acc_c - t_c: the pixel (or row) where x = t_c
+    accumulates exactly acc_c, its neighbours acc_c +- 1.. Output zero points 0, -128 and 5, full range
+    and narrow ones (the C walk and the assembly of the F32 mode)."""
+    cases: list[Case] = []
+    perm = lambda n: rng.permutation(np.arange(-128, 128)).astype(np.int8).reshape(n)  # noqa: E731
+    for i, (big, zout, lo, hi) in enumerate(((False, 0, -128, 127), (True, -128, -128, 127), (False, 5, -60, 90),
+                                             (True, 3, -128, 127))):
+        n = 12 if big else 16
+        acc, mult, shift = f32_ties(rng, n, big)
+        t = rng.integers(-128, 128, n)
+        cin = -(-n // 4) * 4
+        x = np.stack([perm((16, 16)) for _ in range(cin)], axis=-1)[None]
+        bias = np.zeros(n, np.int64)
+        w = np.zeros((n, 1, 1, cin), np.int8)
+        for c in range(n):
+            w[c, 0, 0, c] = 1
+            bias[c] = acc[c] - int(t[c])
+            x[0, rng.integers(0, 16), rng.integers(0, 16), c] = t[c]  # one more pixel at the tie
+        k = dict(stride=(1, 1), pad=(0, 0), dilation=(1, 1), out_hw=(16, 16), input_offset=0, output_offset=zout,
+                 out_mult=mult, out_shift=shift, act_min=lo, act_max=hi)
+        with rounding_mode("onnx"):
+            cases += dsp_cases.conv_cases(f"onnx_conv_f32ties{i}", x, w, bias.astype(np.int32), k,
+                                          conv2d.conv2d_s8(x, w, bias.astype(np.int32), **k), modes=(F32,))
+        # depthwise: the same channels, 3x3 with only the centre tap, padding 1
+        wd = np.zeros((1, 3, 3, cin), np.int8)
+        wd[0, 1, 1, :n] = 1
+        xd = x[..., :cin]
+        md = np.concatenate([mult, np.zeros(cin - n, np.int32)])
+        sd = np.concatenate([shift, np.zeros(cin - n, np.int32)])
+        bd = np.concatenate([bias, np.zeros(cin - n, np.int64)]).astype(np.int32)
+        kd = dict(stride=(1, 1), pad=(1, 1), dilation=(1, 1), out_hw=(16, 16), depth_multiplier=1, input_offset=0,
+                  output_offset=zout, out_mult=md, out_shift=sd, act_min=lo, act_max=hi)
+        with rounding_mode("onnx"):
+            cases += dsp_cases.depthwise_cases(f"onnx_dw_f32ties{i}", xd, wd, bd, kd,
+                                               depthwise_conv2d.depthwise_conv2d_s8(xd, wd, bd, **kd), modes=(F32,))
+        # fully connected: 256 rows, row r of input c is x[.., c] flattened
+        xf = x.reshape(256, cin)[:, :cin]
+        wf = w.reshape(n, cin)
+        kf = dict(input_offset=0, filter_offset=0, output_offset=zout, out_mult=mult, out_shift=shift, act_min=lo,
+                  act_max=hi)
+        with rounding_mode("onnx"):
+            cases += fc_and_gemm_cases(f"onnx_fc_f32ties{i}", xf, wf, bias.astype(np.int32), kf,
+                                       fully_connected.fully_connected_s8(xf, wf, bias.astype(np.int32), **kf), (F32,))
+    return cases
+
+
 def onnx_cases(seed: int = 13) -> list[Case]:
     """Every onnx-rounding and -128-weight case (test_dsp_kernels runs them on every dsp board)."""
     rng = np.random.default_rng(seed)
     return (conv_onnx_cases(rng) + depthwise_onnx_cases(rng) + fc_onnx_cases(rng) + tconv_onnx_cases(rng)
-            + boundary_cases() + add_onnx_cases(rng) + avg_pool_onnx_cases(rng))
+            + boundary_cases() + f32_tie_cases(rng) + add_onnx_cases(rng) + avg_pool_onnx_cases(rng))

@@ -1,12 +1,17 @@
 """`rounding: onnx` on the DSP kernels (issue 13 item 1) and weights of -128 on them (BL-04).
 
-- The onnx output stage of ecc_dsp.h (ECC_DSP_RNE: the high word of the 64-bit product, rounded half
-  up with the RELU mode's k trick; ECC_DSP_RNE_CLAMP: half up minus the tie term) re-done in numpy
-  integers equals the oracle multiply_by_quantized_multiplier_rne on random and tie-only inputs, and
-  ECC_DSP_RNE is only chosen where no tie changes an output (packing.tie_free).
+- Conv / depthwise / FC (`_onnx` entry points, ECC_DSP_F32): onnxruntime's float32 output stage; the
+  packed scale words (Folded.multipliers: f32_scale * 2^-j for sums of 2^j acc) re-done in numpy float32
+  equal requantize_s8_f32 on random, float32-tie and large accumulators; the built float32 ties
+  (dsp_onnx_cases.f32_ties) are ties in float32 and not in the reals, in both directions.
+- Transpose conv and Add keep the exact product rounded once (ECC_DSP_RNE: the high word of the 64-bit
+  product, rounded half up with the RELU mode's k trick; ECC_DSP_RNE_CLAMP: half up minus the tie
+  term): re-done in numpy integers it equals the oracle multiply_by_quantized_multiplier_rne on random
+  and tie-only inputs, and ECC_DSP_RNE is only chosen where no tie changes an output (packing.tie_free).
 - The cases of dsp_onnx_cases.py (every dsp kernel with a requantization epilogue, random, tie-heavy,
-  edge and -128-weight layers) run bit-exact on the Cortex-M4, M7 and M33 under QEMU against the numpy
-  reference of rounding "onnx"; the tie-heavy layers do hold ties, where TFLM's double rounding differs.
+  edge, float32-tie and -128-weight layers) run bit-exact on the Cortex-M4, M7 and M33 under QEMU
+  against the numpy reference of rounding "onnx"; the tie-heavy layers do hold ties, where TFLM's double
+  rounding differs.
 - Plans: -128 weights keep every kernel but dsp/fully_connected (16-bit lane pairs), whose reason is
   given; the reasons (why_not) of the other variants.
 """
@@ -18,9 +23,10 @@ import pytest
 import dsp_harness
 import dsp_onnx_cases
 from toolchain.isa import dsp
-from toolchain.isa.packing import TIE_FREE_ODD, fold_layer, tie_free
+from toolchain.isa.packing import F32, F32_DOUBLED, F32_FC, F32_GEMM, TIE_FREE_ODD, fold_layer, tie_free
 from toolchain.ops import conv2d
-from toolchain.ops.fixed_point import multiply_by_quantized_multiplier_rne, rounding_mode
+from toolchain.ops.fixed_point import (multiply_by_quantized_multiplier_rne, requantize_s8, requantize_s8_f32,
+                                       rounding_mode)
 
 CASES = dsp_onnx_cases.onnx_cases()
 
@@ -121,7 +127,61 @@ def test_tie_cases_hold_ties():
     assert (tflm != onnx).sum() >= 5  # 8 of 180 here
     assert not tie_free(mult).any()
     f = fold_layer(w.reshape(5, -1), None, 0, mult, shift, 0, (-128, 127), rounding="onnx")
-    assert f.modes == ("onnx_tie", "onnx_clamp")  # ties reachable: not the plain `_onnx` mode
+    assert f.modes == ("onnx_tie", "onnx_clamp", F32)  # ties reachable: not transpose conv's plain `_onnx` mode
+
+
+def _f32_kernel(acc: np.ndarray, words: np.ndarray, j: int, off: int, lo: int, hi: int) -> np.ndarray:
+    """ecc_dsp_f32 in numpy: the kernel's sums 2^j acc to float32 (nearest even), times the stored
+    scale word (float32 bits), rint, + off saturated, clamped."""
+    prod = (acc.astype(np.int64) << j).astype(np.float32) * words.astype(np.int32).view(np.float32)
+    return np.clip(np.rint(prod.astype(np.float32)).astype(np.int64) + off, lo, hi)
+
+
+def test_f32_words_are_the_reference():
+    """The F32 scale words of every kernel kind (GEMM S, depthwise S / 2, FC S / 256) give
+    requantize_s8_f32 exactly, on random accumulators up to 2^22 (FC's bound) and 2^29, calibrated
+    multipliers, float32 ties and shift 0, narrow ranges and every zero point kind."""
+    rng = np.random.default_rng(7)
+    acc, mult, shift = dsp_onnx_cases.f32_ties(rng, 60)
+    big = dsp_onnx_cases.f32_ties(rng, 30, big=True)
+    n = 400
+    rmult = rng.integers(1 << 30, 1 << 31, n)
+    rshift = rng.integers(-31, 1, n)
+    cases = [(acc, mult, shift), (big[0], big[1], big[2]),
+             (rng.integers(-(1 << 22), 1 << 22, n), rmult, rshift), (rng.integers(-(1 << 29), 1 << 29, n), rmult, rshift)]
+    for a, m, sh in cases:
+        w = np.zeros((m.size, 1), np.int8)
+        for off, lo, hi in ((0, -128, 127), (-128, -128, 127), (9, -50, 100)):
+            f = fold_layer(w, np.zeros(m.size, np.int32), 0, m, sh, off, (lo, hi), rounding="onnx")
+            want = requantize_s8_f32(a, m, sh, off, lo, hi)
+            for j in (F32_GEMM, F32_DOUBLED, F32_FC):
+                if j == F32_FC and np.abs(a).max() >= 2**23:
+                    continue
+                got = _f32_kernel(a, f.multipliers(F32, j), j, off, lo, hi)
+                np.testing.assert_array_equal(got, want, (j, off))
+
+
+def test_f32_ties_are_float32_ties_only():
+    """dsp_onnx_cases.f32_ties: fl32(fl32(acc) S) is k + 1/2 exactly, the real product is not, both sides
+    of it; requantize_s8_f32 then differs from the exact rounding (requantize_s8 "onnx") on many of them,
+    up and down, also past 2^24."""
+    from fractions import Fraction
+
+    from toolchain.ops.fixed_point import f32_scale
+
+    rng = np.random.default_rng(11)
+    for big in (False, True):
+        acc, mult, shift = dsp_onnx_cases.f32_ties(rng, 40, big)
+        s = f32_scale(mult, shift)
+        prod = (acc.astype(np.float32) * s).astype(np.float32)
+        assert np.all(prod - np.floor(prod) == 0.5)
+        exact = [Fraction(int(a)) * Fraction(float(v)) for a, v in zip(acc, s)]
+        above = [e > Fraction(int(2 * np.floor(p) + 1), 2) for e, p in zip(exact, prod)]
+        assert all(e != Fraction(int(2 * np.floor(p) + 1), 2) for e, p in zip(exact, prod))
+        assert 10 <= sum(above) <= 30
+        f32 = requantize_s8_f32(acc, mult, shift, 0, -128, 127).astype(np.int64)
+        real = requantize_s8(acc, mult, shift, 0, -128, 127, "onnx").astype(np.int64)
+        assert (f32 > real).sum() >= 5 and (f32 < real).sum() >= 5, (f32 - real)
 
 
 def test_cases_cover_every_onnx_entry_point():
@@ -155,9 +215,8 @@ def test_why_not_reasons():
     k = dict(stride=(1, 1), pad=(1, 1), dilation=(1, 1), input_offset=0, output_offset=-128,
              out_mult=np.full(4, 1 << 30), out_shift=np.full(4, -5), act_min=-128, act_max=127)
     why = lambda **kw: dsp.conv2d_plan_why(k, (1, 5, 5, 6), w, None, (1, 5, 5, 4), **kw)  # noqa: E731
-    assert why(mode="onnx", pointwise=True) == "kernel is not 1x1"
-    assert why(mode="onnx", pointwise=False).startswith("a requantization tie is reachable")
-    assert not isinstance(why(mode="onnx_clamp", pointwise=False), str)
+    assert why(mode=F32, pointwise=True) == "kernel is not 1x1"
+    assert not isinstance(why(mode=F32, pointwise=False), str)
     assert dsp.conv2d_plan_why(k, (1, 5, 5, 12), w, None, (1, 5, 5, 4), mode="full",
                                pointwise=False) == "grouped convolution"
     w1 = np.ones((4, 1, 1, 6), np.int8)

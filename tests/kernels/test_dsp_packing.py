@@ -301,15 +301,23 @@ def test_sparse_plan_counts_the_skipped_parameters():
 
 def test_selection_follows_the_rounding():
     """rounding onnx (graph.meta): the conv / depthwise / FC nodes take the dsp `_onnx` entry points
-    (kernel dsp*_onnx*), the TFLM ones give no reason there (not candidates), and the reverse."""
+    (kernel dsp*_onnx*) on a board with the FPU, the TFLM ones give no reason there (not candidates),
+    and the reverse; without `fpu` the onnx nodes fall back to portable, the reason naming the FPU."""
     from dataclasses import replace
 
-    from toolchain.lower import select_kernels
+    from toolchain.isa.packing import F32_WHY
+    from toolchain.lower import kernel_reasons, select_kernels
 
     g = _digits_graph()
     for rounding in ("tflm", "onnx"):
         gr = replace(g, meta={**g.meta, "rounding": rounding})
-        sel = select_kernels(gr, ["dsp", "portable"])
+        bare = select_kernels(gr, ["dsp", "portable"], ("dsp",))
+        why = kernel_reasons(gr, bare, ["dsp", "portable"], ("dsp",))
+        for n in gr.nodes:
+            if n.op in (OpKind.CONV2D, OpKind.DEPTHWISE_CONV2D, OpKind.FULLY_CONNECTED):
+                assert (bare[n.name].isa == "portable") == (rounding == "onnx"), n.name
+                assert (F32_WHY in (why[n.name] or "")) == (rounding == "onnx"), why[n.name]
+        sel = select_kernels(gr, ["dsp", "portable"], ("dsp", "fpu"))
         for n in gr.nodes:
             if n.op not in (OpKind.CONV2D, OpKind.DEPTHWISE_CONV2D, OpKind.FULLY_CONNECTED):
                 continue

@@ -12,9 +12,9 @@ from dataclasses import replace
 import numpy as np
 
 from toolchain.ir import Graph, Node
-from toolchain.isa.packing import (ALL_MODES, C_MODES, INT32_LIMIT, dsp_variant, fc_blob_why_not, fc_blocks,
-                                   fold_layer_why, gemm_groups, mode_rounding, pack_fc_blob, pack_gemm_blob,
-                                   pack_sparse_gemm_blob, split_constants)
+from toolchain.isa.packing import (C_MODES, F32, F32_DOUBLED, INT32_LIMIT, WEIGHTED_MODES, dsp_variant,
+                                   fc_blob_why_not, fc_blocks, fold_layer_why, gemm_groups, mode_rounding,
+                                   pack_fc_blob, pack_gemm_blob, pack_sparse_gemm_blob, split_constants)
 from toolchain.ops import add, conv2d, depthwise_conv2d, fully_connected
 from toolchain.ops.binary import needs_broadcast
 from toolchain.ops.fixed_point import AddParams, multiply_by_quantized_multiplier
@@ -49,6 +49,8 @@ def mode_why_not(f, mode: str, act_range: tuple[int, int]) -> str | None:
         return "a requantization tie is reachable or a multiplier is 0.5 or more"
     if mode == "onnx_tie":
         return "a multiplier is 0.5 or more (the clamping variant applies)"
+    if mode == F32:
+        return "not rounding onnx"
     return f"requantization mode {mode} does not apply"
 
 
@@ -56,7 +58,8 @@ def conv2d_plan_why(k: dict, x_shape: tuple[int, ...], w: np.ndarray, bias: np.n
                     y_shape: tuple[int, ...], *, mode: str, pointwise: bool, x: str = "input", y: str = "output",
                     sparse: bool = False) -> Plan | str:
     """(argument list, scratch bytes) of the dsp conv2d entry point for requantization `mode`
-    (packing.C_MODES; its rounding, packing.mode_rounding, is the one computed), pointwise (dsp/conv2d_1x1)
+    (packing.WEIGHTED_MODES; its rounding, packing.mode_rounding, is the one computed; F32: onnxruntime's
+    float32 output stage, the scales in the blob's multiplier slots), pointwise (dsp/conv2d_1x1)
     or general (dsp/conv2d), given the conv2d_s8 keyword arguments `k`, OHWI weights and the tensor
     names x, y; sparse (pointwise only, dsp/conv2d_1x1_sparse): the live output channels only, the
     ones proven constant written from a row (packing.pack_sparse_gemm_blob; the live count is one more
@@ -131,8 +134,8 @@ def _conv2d_dsp(mode: str, pointwise: bool, sparse: bool = False) -> KernelVaria
 
 
 # sparse first: it only applies to layers with a constant channel, which it then runs faster
-CONV2D = (*(_conv2d_dsp(mode, True, True) for mode in ALL_MODES),
-          *(_conv2d_dsp(mode, pointwise) for pointwise in (True, False) for mode in ALL_MODES))
+CONV2D = (*(_conv2d_dsp(mode, True, True) for mode in WEIGHTED_MODES),
+          *(_conv2d_dsp(mode, pointwise) for pointwise in (True, False) for mode in WEIGHTED_MODES))
 
 
 # ---- DSP variants (c_templates/kernels/dsp/): predicates, scratch, argument lists -----------
@@ -148,7 +151,7 @@ def depthwise_plan_why(k: dict, x_shape: tuple[int, ...], w: np.ndarray, bias: n
                        y_shape: tuple[int, ...], *, mode: str, three: bool, x: str = "input", y: str = "output",
                        w_arg: CArg | None = None) -> Plan | str:
     """(argument list, scratch bytes) of the dsp depthwise entry point for requantization `mode`
-    (packing.C_MODES), 3x3 (dsp/depthwise_conv2d_3x3) or general, given the depthwise_conv2d_s8 keyword
+    (packing.WEIGHTED_MODES; F32: `mult` holds the float32 bits of S / 2, the sums being 2 acc), 3x3 (dsp/depthwise_conv2d_3x3) or general, given the depthwise_conv2d_s8 keyword
     arguments `k` and [1, KH, KW, C*mult] weights (w_arg: how the kernel call names them; default a
     new array). When it does not apply, the first reason (a string): a requantization it cannot do
     exactly, the mode, or for the 3x3 kernel another kernel size, dilation, depth multiplier or
@@ -175,7 +178,8 @@ def depthwise_plan_why(k: dict, x_shape: tuple[int, ...], w: np.ndarray, bias: n
         return why
     geometry = [*k["stride"], *k["pad"]] + ([] if three else [*k["dilation"], k["depth_multiplier"]])
     args = [*map(CArg.lit, [*geometry, -k["input_offset"], f.k, k["act_min"], k["act_max"]]),
-            CArg("array", f.mult, "mult"), CArg("array", f.shift(mode), "shift"), *map(CArg.lit, x_shape),
+            CArg("array", f.multipliers(mode, F32_DOUBLED), "mult"), CArg("array", f.shift(mode), "shift"),
+            *map(CArg.lit, x_shape),
             CArg("act", x), *map(CArg.lit, [] if three else (kh, kw)), w_arg or CArg("array", w.reshape(-1), "w"),
             CArg("array", f.bias, "bias"), *map(CArg.lit, y_shape[1:]), CArg("act", y)]
     # general: the weights of every full channel quad widened to q15 (8 bytes per quad and tap);
@@ -199,7 +203,7 @@ def _depthwise_dsp(mode: str, three: bool) -> KernelVariant:
                            lambda n, g: _depthwise_node(n, g, mode, three), headers=("dsp/ecc_dsp_depthwise.h",))
 
 
-DEPTHWISE_CONV2D = tuple(_depthwise_dsp(mode, three) for three in (True, False) for mode in ALL_MODES)
+DEPTHWISE_CONV2D = tuple(_depthwise_dsp(mode, three) for three in (True, False) for mode in WEIGHTED_MODES)
 
 
 # ---- DSP variant (c_templates/kernels/dsp/): predicate, scratch, argument list ---------------
@@ -217,8 +221,8 @@ def fc_plan_why(k: dict, x_shape: tuple[int, ...], w: np.ndarray, bias: np.ndarr
     arguments `k` and [O, K] weights; when it does not apply, the first reason (a string): a weight
     zero point, a requantization it cannot do exactly (packing.fold_layer_why, where channels whose
     output is provably constant are packed as such), -128 weights or an accumulator bound of 2^23 or
-    more (packing.fc_blob_why_not). The requantization mode is the fastest exact one of the rounding
-    (packing.rounding_modes), passed as its ECC_DSP_* number."""
+    more (packing.fc_blob_why_not). The requantization mode, passed as its ECC_DSP_* number: the fastest
+    exact one of TFLM's (packing.MODES), or F32 for rounding "onnx" (onnxruntime's float32 stage)."""
     if k["filter_offset"] != 0:
         return "weight zero point is not 0"
     f = fold_layer_why(w, bias, k["input_offset"], k["out_mult"], k["out_shift"], k["output_offset"],
@@ -228,7 +232,7 @@ def fc_plan_why(k: dict, x_shape: tuple[int, ...], w: np.ndarray, bias: np.ndarr
     why = fc_blob_why_not(f)
     if why:
         return why
-    mode, blocks = f.modes[0], fc_blocks(w.shape[1])
+    mode, blocks = F32 if rounding == "onnx" else f.modes[0], fc_blocks(w.shape[1])
     blob = pack_fc_blob(f, mode)
     args = [*map(CArg.lit, [f.k, k["act_min"], k["act_max"], C_MODES.index(mode), *x_shape]), CArg("act", x),
             CArg.lit(blocks), CArg("array", blob, "wpack"), CArg.lit(y_shape[1]), CArg("act", y)]
@@ -244,7 +248,7 @@ def _fc_node(node: Node, graph: Graph, rounding: str) -> Plan | str:
 
 # one entry point per rounding; the mode within it is an argument
 FULLY_CONNECTED = planned_variant("fully_connected", "", "full", lambda n, g: _fc_node(n, g, "tflm"))
-FULLY_CONNECTED_ONNX = planned_variant("fully_connected", "", "onnx", lambda n, g: _fc_node(n, g, "onnx"))
+FULLY_CONNECTED_ONNX = planned_variant("fully_connected", "", F32, lambda n, g: _fc_node(n, g, "onnx"))
 
 
 def fc_as_conv_plan_why(k: dict, x_shape: tuple[int, ...], w: np.ndarray, bias: np.ndarray | None,
@@ -275,7 +279,7 @@ FULLY_CONNECTED_AS_CONV = tuple(
     replace(v, name="dsp_gemm" + v.name.removeprefix("dsp")) for v in (
         planned_variant("conv2d", "1x1" if pointwise else "", mode,
                         lambda n, g, m=mode, p=pointwise: _fc_conv_node(n, g, m, p))
-        for pointwise in (True, False) for mode in ALL_MODES))
+        for pointwise in (True, False) for mode in WEIGHTED_MODES))
 
 
 # ---- DSP variant (c_templates/kernels/dsp/add_s8.c.j2): same arguments, tabulated inputs ------

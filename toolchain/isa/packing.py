@@ -16,24 +16,37 @@ from typing import Any
 import numpy as np
 
 from toolchain.ir import Graph, Node
-from toolchain.ops.fixed_point import graph_rounding, requantize_s8_f32, rescale
+from toolchain.ops.fixed_point import f32_scale, graph_rounding, requantize_s8_f32, rescale
 from toolchain.ops.registry import CArg, KernelVariant
 
 DSP_HEADERS = ("dsp/ecc_dsp_kernels.h", "dsp/ecc_dsp.h")
 INT32_LIMIT = 2**31
-# requantization modes of the dsp kernels, fastest first: TFLM's double rounding (MODES) and onnx's one
-# rounding, ties to even (ONNX_MODES); C_MODES in the order of their ECC_DSP_* numbers (ecc_dsp.h)
+# requantization modes of the dsp kernels, fastest first: TFLM's double rounding (MODES); under rounding
+# onnx, Conv / depthwise / FC take onnxruntime's float32 output stage (F32, entry points `_onnx`, needs the
+# FPU) and transpose conv the exact product rounded once, ties to even (ONNX_MODES); C_MODES in the order
+# of their ECC_DSP_* numbers (ecc_dsp.h)
 MODES = ("relu", "full", "clamp")
 ONNX_MODES = ("onnx", "onnx_tie", "onnx_clamp")
-C_MODES = (*MODES, "onnx", "onnx_clamp", "onnx_tie")
-ALL_MODES = MODES + ONNX_MODES  # the order the variants of a kernel are tried in
+F32 = "f32"
+C_MODES = (*MODES, "onnx", "onnx_clamp", "onnx_tie", F32)
+ALL_MODES = MODES + ONNX_MODES  # the order the variants of transpose conv are tried in
+WEIGHTED_MODES = MODES + (F32,)  # those of conv2d, depthwise and the fully connected GEMM fallback
+F32_FEATURES = frozenset({"fpu"})  # KernelVariant.requires of the F32 entry points
+F32_WHY = "needs the FPU for onnxruntime's float32 requantization"
+# F32 scale stored per kernel: S * 2^-j for kernels whose sums are 2^j acc (ecc_dsp.h ecc_dsp_f32)
+F32_GEMM, F32_DOUBLED, F32_FC = 0, 1, 8
 LIVE = 999  # constant_channels' mark of a channel whose output depends on the input
 TIE_FREE_ODD = 511  # ecc_dsp.h ECC_DSP_RNE: with an odd multiplier part this large no tie changes an int8 output
 
 
 def mode_rounding(mode: str) -> str:
     """The `rounding` ("tflm" or "onnx") a requantization mode implements."""
-    return "onnx" if mode in ONNX_MODES else "tflm"
+    return "onnx" if mode in ONNX_MODES or mode == F32 else "tflm"
+
+
+def mode_tail(mode: str) -> str:
+    """The suffix of a mode's entry points: "" for "full", "_onnx" for F32, else "_<mode>"."""
+    return "" if mode == "full" else "_onnx" if mode == F32 else f"_{mode}"
 
 
 def rounding_modes(rounding: str) -> tuple[str, ...]:
@@ -47,15 +60,17 @@ def dsp_variant(op: str, variant: str = "", *, mode: str = "full", applies: Call
                 why_not: Callable[[Node, Graph], str | None] | None = None,
                 roundings: tuple[str, ...] | None = None, **kw: Any) -> KernelVariant:
     """The dsp/<op>[_<variant>]_s8.c.j2 kernel entry point for one requantization mode: function
-    ecc_dsp_<op>[_<variant>][_relu|_clamp|_onnx|_onnx_clamp]_s8, reported as kernel
+    ecc_dsp_<op>[_<variant>][_relu|_clamp|_onnx|_onnx_clamp]_s8 (mode_tail), reported as kernel
     "dsp[_<variant>][_relu|...]". It applies only to graphs whose `rounding` (graph_rounding) is the
     mode's (mode_rounding), or one of `roundings` (kernels that round nothing). args None: the op's
     portable argument list; headers: dsp/ headers beyond DSP_HEADERS; why_not: the reason it does not
     apply to a node (None for a graph of the other rounding: that variant is not a candidate there);
-    kw: further KernelVariant fields."""
+    kw: further KernelVariant fields. Mode F32 requires the board's `fpu` (F32_FEATURES, F32_WHY)."""
     stem = f"{op}_{variant}" if variant else op
-    tail = "" if mode == "full" else f"_{mode}"
+    tail = mode_tail(mode)
     ours = roundings or (mode_rounding(mode),)
+    if mode == F32:
+        kw = dict(requires=F32_FEATURES, requires_why=F32_WHY, **kw)
 
     def gated(node: Node, graph: Graph) -> bool:
         return graph_rounding(graph) in ours and applies(node, graph)
@@ -101,17 +116,20 @@ def _words(values) -> np.ndarray:
 
 def pack_gemm_blob(w2d: np.ndarray, f: "Folded", mode: str, index: np.ndarray | None = None) -> np.ndarray:
     """The weight blob of the dsp GEMM kernels (ecc_dsp.h "GEMM over packed weights"), int8: per pair
-    of output channels the two folded biases, the interleaved weights, the two multipliers and
-    sk = shift0 | shift1 << 8 | k << 16 (the shifts of `mode`); an odd last row: bias, weights, mult, sk.
+    of output channels the two folded biases, the interleaved weights, the two multipliers (F32: the
+    float32 bits of S, Folded.multipliers) and sk = shift0 | shift1 << 8 | k << 16 (the shifts of
+    `mode`; F32: the output offset, k >> 1); an odd last row: bias, weights, mult, sk.
     index (the sparse kernels, pack_sparse_gemm_blob): the output channel of each row; every record
     then ends with one more word, channel0 | channel1 << 16 (uint16 each; an odd last row: channel0)."""
     o = w2d.shape[0]
     sh = f.shift(mode).astype(np.int64) & 0xFF
+    mult = f.multipliers(mode, F32_GEMM)
     parts = []
     for i, block in enumerate(pack_gemm_weights(w2d)):
         rows = range(2 * i, min(2 * i + 2, o))
         sk = ((f.k & 0xFFFF) << 16) | sum(int(sh[r]) << (8 * j) for j, r in enumerate(rows))
-        parts += [_words([f.bias[r] for r in rows]), block, _words([*(f.mult[r] for r in rows), sk])]
+        sk = f.k >> 1 if mode == F32 else sk
+        parts += [_words([f.bias[r] for r in rows]), block, _words([*(mult[r] for r in rows), sk])]
         if index is not None:
             parts.append(_words([sum(int(index[r]) << (16 * j) for j, r in enumerate(rows))]))
     return np.concatenate(parts)
@@ -192,8 +210,9 @@ def pack_fc_blob(f: "Folded", mode: str) -> np.ndarray | None:
     of f.w in quads (the last padded with zero rows: bias 0, multiplier 0), K zero-padded to
     fc_blocks; per quad the four words 256 bias' - 127 (w0 + w2 summed over the 4-k groups), per 8-k
     block the four rows' 8 int8 with w1 - [w0 < 0] and w3 - [w2 < 0] in place of each group's odd
-    weights (in [-128, 127] as every weight is in [-127, 127]), the four multipliers (int32) and the
-    four shifts of `mode` (int8). 36 + 32 * blocks bytes per quad."""
+    weights (in [-128, 127] as every weight is in [-127, 127]), the four multipliers (int32; F32: the
+    float32 bits of S / 256, the kernel's sums being 256 acc) and the four shifts of `mode` (int8).
+    36 + 32 * blocks bytes per quad."""
     o, k = f.w.shape
     w = f.w.astype(np.int64)
     if fc_blob_why_not(f) is not None:
@@ -207,7 +226,7 @@ def pack_fc_blob(f: "Folded", mode: str) -> np.ndarray | None:
     packed[:, :, 3] -= g[:, :, 2] < 0
     packed = packed.reshape(4 * nq, 8 * nb).astype(np.int8)
     rec = np.zeros((3, 4 * nq), np.int64)
-    rec[0, :o], rec[1, :o], rec[2, :o] = f.bias, f.mult, f.shift(mode)
+    rec[0, :o], rec[1, :o], rec[2, :o] = f.bias, f.multipliers(mode, F32_FC), f.shift(mode)
     rec[0] = 256 * rec[0] - 127 * (g[:, :, 0] + g[:, :, 2]).sum(axis=1)
     parts = []
     for q in range(nq):
@@ -254,8 +273,19 @@ class Folded:
     const: np.ndarray | None = None
 
     def shift(self, mode: str) -> np.ndarray:
-        """The int8 shift array of a mode: e, or e - 1 for relu, onnx and onnx_tie (ecc_dsp.h)."""
+        """The int8 shift array of a mode: e, or e - 1 for relu, onnx and onnx_tie (ecc_dsp.h; F32 does not
+        read it)."""
         return (np.maximum(self.e - 1, 0) if mode in ("relu", "onnx", "onnx_tie") else self.e).astype(np.int8)
+
+    def multipliers(self, mode: str, j: int = 0) -> np.ndarray:
+        """The int32 multiplier words of a mode: mult, or for F32 the float32 bits of
+        f32_scale(mult, -e) * 2^-j (exact: a power of two, the result stays normal) for a kernel whose
+        sums are 2^j acc (F32_GEMM, F32_DOUBLED, F32_FC; ecc_dsp.h ecc_dsp_f32). Channels of multiplier 0
+        get +0.0, constant channels (fold_layer_why) their rewritten scale."""
+        if mode != F32:
+            return self.mult
+        s = f32_scale(self.mult, np.where(self.mult != 0, -self.e, 0)) * np.float32(2.0 ** -j)
+        return s.astype(np.float32).view(np.int32)
 
 
 def constant_channels(w2d: np.ndarray, folded_bias: np.ndarray, mult: np.ndarray, shift: np.ndarray,
@@ -359,10 +389,11 @@ def fold_layer_why(w2d: np.ndarray, bias: np.ndarray | None, input_offset: int, 
     e = np.where(live, -shift, 1)
     full = tuple(act_range) == (-128, 127)
     if rounding == "onnx":
-        # the rewritten constant channels round nothing (exact products), so only the others count
+        # the rewritten constant channels round nothing (exact products), so only the others count;
+        # F32 (onnxruntime's float32 stage of Conv / depthwise / FC) is exact for every layer here
         ties = live & ~over & ~tie_free(np.where(live, mult, 1))
         modes = ((() if np.any(ties) else ("onnx",)) + ("onnx_tie",)) if full and np.all(e >= 1) else ()
-        modes += ("onnx_clamp",)
+        modes += ("onnx_clamp", F32)
     else:
         modes = (("relu",) if full and output_offset == -128 and np.all(e >= 1) else ()) + (("full",) if full else ())
         modes += ("clamp",)

@@ -14,8 +14,10 @@
  *   on the accumulator holds. Three modes (ECC_DSP_RELU / FULL / CLAMP, one kernel entry point
  *   each): RELU layers (output range [-128, 127] with zero point -128) skip the rounding of
  *   negative values, which clamp to -128 either way; FULL needs no clamp beyond int8.
- *   `rounding: onnx` (one rounding, ties to even, as onnxruntime) has three more modes, ECC_DSP_RNE,
- *   ECC_DSP_RNE_TIE and ECC_DSP_RNE_CLAMP: the same kernels, only the output rescale differs (ecc_dsp_out).
+ *   `rounding: onnx`: Conv, depthwise and FC take ECC_DSP_F32 (onnxruntime's float32 output stage on
+ *   the FPU, ecc_dsp_f32; the multiplier slot holds the float32 bits of the scale); transpose conv and
+ *   Add keep the exact real product rounded once, ties to even, in three modes ECC_DSP_RNE,
+ *   ECC_DSP_RNE_TIE and ECC_DSP_RNE_CLAMP (ecc_dsp_out).
  * 32-bit loads from int8 tensors go through memcpy (LDR tolerates misalignment, LDRD/LDM fault)
  * unless the tensor rows are word aligned (ecc_dsp_w32).
  */
@@ -62,6 +64,16 @@ static inline int32_t ecc_dsp_ssat8_asr1(int32_t v)
     return r;
 }
 
+/* FPU code (ECC_DSP_F32) only where the compiler targets a single-precision FPU: boards without one
+ * never call the F32 entry points (toolchain/isa/dsp.py requires `fpu`); there it compiles in soft float. */
+#if defined(__ARM_FP) && (__ARM_FP & 4)
+#define ECC_DSP_FPU 1
+#define ECC_DSP_VFP_CLOBBERS , "s0", "s1", "s2", "s3", "s4", "s5"
+#else
+#define ECC_DSP_FPU 0
+#define ECC_DSP_VFP_CLOBBERS
+#endif
+
 /* Requantization modes, chosen per layer in Python (the kernels have one entry point per mode). */
 #define ECC_DSP_RELU 0  /* output range [-128, 127], zero point -128, every e >= 1 */
 #define ECC_DSP_FULL 1  /* output range [-128, 127] */
@@ -69,6 +81,40 @@ static inline int32_t ecc_dsp_ssat8_asr1(int32_t v)
 #define ECC_DSP_RNE 3       /* rounding onnx: output range [-128, 127], every e >= 1, no tie reachable */
 #define ECC_DSP_RNE_CLAMP 4 /* rounding onnx: anything else (any range, e in [0, 31], ties) */
 #define ECC_DSP_RNE_TIE 5   /* rounding onnx: output range [-128, 127], every e >= 1, ties reachable */
+#define ECC_DSP_F32 6       /* rounding onnx, Conv / depthwise / FC: onnxruntime's float32 stage (ecc_dsp_f32) */
+
+/* onnxruntime's requantization of Conv / depthwise / FC (MLAS MlasRequantizeOutput; numpy twin
+ * fixed_point.requantize_s8_f32): y = clamp(rint(fl32(fl32(acc) * S)) + zp, lo, hi), rint to nearest
+ * even. Here acc may be a power-of-two multiple 2^j acc of the accumulator (the kernels' doubled or
+ * scaled sums) and sbits the float32 bits of S 2^-j (packing.py stores f32_scale times 2^-j): both
+ * scalings are exact (|2^j acc| < 2^31, S 2^-j >= 2^-40 is normal), so the float32 product is the
+ * same value. VCVT.F32.S32 rounds to nearest even, VMUL.F32 rounds once and goes straight into
+ * VCVTR.S32.F32 (rounding mode of FPSCR: nearest even by default; it saturates at int32), so no
+ * compiler can contract the multiply into an FMA; QADD adds the offset with saturation. */
+static inline int32_t ecc_dsp_f32_rint(int32_t acc, int32_t sbits)
+{
+    float s, p;
+    int32_t r;
+    memcpy(&s, &sbits, 4);
+    p = (float)acc * s;
+#if ECC_DSP_FPU
+    __asm__("vcvtr.s32.f32 %1, %1\n\tvmov %0, %1" : "=r"(r), "+t"(p));
+#else /* soft float (never called there: the F32 entry points need the FPU); the portable rounding */
+    p = p < -2147483648.0f ? -2147483648.0f : (p > 2147483520.0f ? 2147483520.0f : p);
+    if (p > -8388608.0f && p < 8388608.0f) {
+        p = (p + 12582912.0f) - 12582912.0f; /* no fraction bits left: rounded to even */
+    }
+    r = (int32_t)p;
+#endif
+    return r;
+}
+
+static inline int8_t ecc_dsp_f32(int32_t acc, int32_t sbits, int32_t off, int32_t lo, int32_t hi)
+{
+    int32_t y = __qadd(ecc_dsp_f32_rint(acc, sbits), off);
+    y = y < lo ? lo : y;
+    return (int8_t)(y > hi ? hi : y);
+}
 
 /* The onnx output rescale: x * mult * 2^(-31 - e) rounded once, ties to even (numpy twin:
  * multiply_by_quantized_multiplier_rne, portable ecc_multiply_by_quantized_multiplier_rne), + off.
@@ -111,6 +157,9 @@ static inline int8_t ecc_dsp_out(int32_t acc2, int32_t mult, int32_t sh, int32_t
                                  const int mode)
 {
     int32_t h, y;
+    if (mode == ECC_DSP_F32) { /* mult: the float32 bits of S / 2 for acc2 (ecc_dsp_f32), k >> 1 = off */
+        return ecc_dsp_f32(acc2, mult, k >> 1, lo, hi);
+    }
     if (mode == ECC_DSP_RNE) {
         return (int8_t)ecc_dsp_ssat8_asr1((ecc_dsp_rne_hi(acc2, mult) >> sh) + k);
     }
@@ -202,8 +251,9 @@ static inline int32_t *ecc_dsp_fill(int32_t *dst, int32_t k, int32_t zq)
 /* ---- GEMM over packed weights (conv2d, conv2d_1x1, fully_connected) ----
  * The weight blob holds, per pair of output channels (rows r0, r1): bias r0, bias r1 (int32), the
  * two rows interleaved per 4-k group (8 bytes per group), mult r0, mult r1 (int32), and one word
- * sk = shift r0 | shift r1 << 8 | k << 16; an odd last row: bias, its groups (4 bytes each), mult,
- * sk. The kernel reads it front to back with one pointer. */
+ * sk = shift r0 | shift r1 << 8 | k << 16 (ECC_DSP_F32: the mults are the float32 scales, sk the output
+ * offset); an odd last row: bias, its groups (4 bytes each), mult, sk. The kernel reads it front to back
+ * with one pointer. */
 
 /* one 4-k group of the 2x2 block: the two rows (t0, t1 widened to t2/t0, t3/t1) x columns A, B (t4/t5) */
 #define ECC_DSP_MAC_GROUP \
@@ -236,6 +286,46 @@ static inline int32_t *ecc_dsp_fill(int32_t *dst, int32_t k, int32_t zq)
     "asr %[" acc "], %[" acc "], %[t2]\n\t" \
     "add %[" acc "], %[" acc "], %[t3]\n\t" \
     "ssat %[" acc "], #8, %[" acc "], asr #1\n\t"
+/* The requantization of one record's pair (the two multipliers, sk; the accumulators a0, b0 of row 0 and
+ * a1, b1 of row 1) for the modes of ecc_dsp_out with one OUT step per accumulator (see below). */
+#define ECC_DSP_EPI(OUT) \
+    "ldrd %[t0], %[t1], [%[w]], #8\n\t" \
+    "ldr %[t2], [%[w]], #4\n\t" \
+    "asr %[t3], %[t2], #16\n\t" \
+    OUT("a0", "t0") OUT("b0", "t0") \
+    "lsr %[t2], %[t2], #8\n\t" \
+    OUT("a1", "t1") OUT("b1", "t1")
+/* ECC_DSP_F32 (ecc_dsp_f32) of the pair, output range [-128, 127]: the multiplier slots hold the float32
+ * bits of S (the GEMM accumulators are acc itself), the sk word the output offset; two VMOVs move the
+ * four sums into s0..s3 and back, the products go straight into VCVTR (no FMA), then QADD and SSAT. */
+#define ECC_DSP_EPI_F32 \
+    "vldmia %[w]!, {s4-s5}\n\t" \
+    "ldr %[t3], [%[w]], #4\n\t" \
+    "vmov s0, s1, %[a0], %[b0]\n\t" \
+    "vmov s2, s3, %[a1], %[b1]\n\t" \
+    "vcvt.f32.s32 s0, s0\n\t" \
+    "vcvt.f32.s32 s1, s1\n\t" \
+    "vcvt.f32.s32 s2, s2\n\t" \
+    "vcvt.f32.s32 s3, s3\n\t" \
+    "vmul.f32 s0, s0, s4\n\t" \
+    "vmul.f32 s1, s1, s4\n\t" \
+    "vmul.f32 s2, s2, s5\n\t" \
+    "vmul.f32 s3, s3, s5\n\t" \
+    "vcvtr.s32.f32 s0, s0\n\t" \
+    "vcvtr.s32.f32 s1, s1\n\t" \
+    "vcvtr.s32.f32 s2, s2\n\t" \
+    "vcvtr.s32.f32 s3, s3\n\t" \
+    "vmov %[a0], %[b0], s0, s1\n\t" \
+    "vmov %[a1], %[b1], s2, s3\n\t" \
+    "qadd %[a0], %[a0], %[t3]\n\t" \
+    "qadd %[b0], %[b0], %[t3]\n\t" \
+    "qadd %[a1], %[a1], %[t3]\n\t" \
+    "qadd %[b1], %[b1], %[t3]\n\t" \
+    "ssat %[a0], #8, %[a0]\n\t" \
+    "ssat %[b0], #8, %[b0]\n\t" \
+    "ssat %[a1], #8, %[a1]\n\t" \
+    "ssat %[b1], #8, %[b1]\n\t"
+
 /* ECC_DSP_RNE_TIE (see ecc_dsp_rne_hi): t5 = q, x = low bits of hi and lo, n = q mod 4 xor 1; the
  * loop reloads x and n after the stores */
 #define ECC_DSP_OUT_RNE_TIE(acc, m) \
@@ -271,12 +361,12 @@ static inline int32_t *ecc_dsp_fill(int32_t *dst, int32_t k, int32_t zq)
         "strb %[b1], [%[x], #-1]\n\t"
 
 /* Every output-channel pair of one 2x2-blocked GEMM pass, requantization and stores included, for
- * the RELU or FULL mode: columns `cols` (two interleaved q15 columns, 2 * nh 4-k groups, taken
+ * the modes with assembly (ECC_DSP_ASM_OK; EPI: ECC_DSP_EPI(OUT) or ECC_DSP_EPI_F32): columns `cols` (two interleaved q15 columns, 2 * nh 4-k groups, taken
  * four per loop iteration after an odd pair), outputs
  * of column A at oa, of column B at oa + ob. Assembly: 14 live values in registers, the loop
  * constants in memory. Returns the blob pointer after the last pair. STORE: where the four outputs
  * go (after OUT, t0..t5 are free): ECC_DSP_STORE_NEXT, or the sparse kernel's channel indices. */
-#define ECC_DSP_GEMM_PAIRS(OUT) ECC_DSP_GEMM_PAIRS_AT(OUT, ECC_DSP_STORE_NEXT)
+#define ECC_DSP_GEMM_PAIRS(EPI) ECC_DSP_GEMM_PAIRS_AT(EPI, ECC_DSP_STORE_NEXT)
 /* The assembly needs all 14 allocatable core registers, r7 included. Unoptimised builds (-O0) keep
  * r7 as the frame pointer (-fomit-frame-pointer does not change that at -O0), so GCC cannot
  * allocate the operands ("impossible constraints"): there every mode takes the C walk below, with
@@ -286,9 +376,12 @@ static inline int32_t *ecc_dsp_fill(int32_t *dst, int32_t k, int32_t zq)
 #else
 #define ECC_DSP_GEMM_ASM 0
 #endif
-/* the modes the assembly walk implements (the clamping ones take the C walk) */
-#define ECC_DSP_ASM_MODE(mode) ((mode) != ECC_DSP_CLAMP && (mode) != ECC_DSP_RNE_CLAMP)
-#define ECC_DSP_GEMM_PAIRS_AT(OUT, STORE)                                                          \
+/* the calls the assembly walk implements: not the clamping modes, F32 for the range [-128, 127] only
+ * (other ranges take the C walk) */
+#define ECC_DSP_ASM_OK(mode, lo, hi) \
+    ((mode) != ECC_DSP_CLAMP && (mode) != ECC_DSP_RNE_CLAMP && \
+     ((mode) != ECC_DSP_F32 || (ECC_DSP_FPU && (lo) == -128 && (hi) == 127)))
+#define ECC_DSP_GEMM_PAIRS_AT(EPI, STORE)                                                          \
     __asm__ volatile(                                                                              \
         "2:\n\t"                                                                                   \
         "ldrd %[a0], %[a1], [%[w]], #8\n\t"                                                        \
@@ -306,12 +399,7 @@ static inline int32_t *ecc_dsp_fill(int32_t *dst, int32_t k, int32_t zq)
         "subs %[n], %[n], #1\n\t"                                                                  \
         "bne 1b\n\t"                                                                               \
         "4:\n\t"                                                                                   \
-        "ldrd %[t0], %[t1], [%[w]], #8\n\t"                                                        \
-        "ldr %[t2], [%[w]], #4\n\t"                                                                \
-        "asr %[t3], %[t2], #16\n\t"                                                                \
-        OUT("a0", "t0") OUT("b0", "t0")                                                            \
-        "lsr %[t2], %[t2], #8\n\t"                                                                 \
-        OUT("a1", "t1") OUT("b1", "t1")                                                            \
+        EPI                                                                                        \
         STORE                                                                                      \
         "ldr %[n], %[mp]\n\t"                                                                      \
         "subs %[n], %[n], #1\n\t"                                                                  \
@@ -321,12 +409,16 @@ static inline int32_t *ecc_dsp_fill(int32_t *dst, int32_t k, int32_t zq)
           [t0] "=&r"(t0), [t1] "=&r"(t1), [t2] "=&r"(t2), [t3] "=&r"(t3), [t4] "=&r"(t4), [t5] "=&r"(t5), \
           [w] "+r"(w), [oa] "+r"(oa), [mp] "+m"(m.pairs)                                           \
         : [mc] "m"(m.cols), [mn] "m"(m.nh), [mo] "m"(m.ob)                                         \
-        : "cc", "memory")
+        : "cc", "memory" ECC_DSP_VFP_CLOBBERS)
 
-/* requantize one accumulator of a blob record in C (any mode): mult, the record's sk word, which */
+/* requantize one accumulator of a blob record in C (any mode): mult, the record's sk word, which
+ * (ECC_DSP_F32: mult holds the float32 bits of S for acc itself, sk the output offset) */
 static inline int8_t ecc_dsp_out_sk(int32_t acc, int32_t mult, int32_t sk, int32_t which, int32_t lo, int32_t hi,
                                     const int mode)
 {
+    if (mode == ECC_DSP_F32) {
+        return ecc_dsp_f32(acc, mult, sk, lo, hi);
+    }
     return ecc_dsp_out(2 * acc, mult, (sk >> (8 * which)) & 0xFF, sk >> 16, lo, hi, mode);
 }
 
@@ -340,22 +432,26 @@ static inline __attribute__((always_inline)) void ecc_dsp_gemm_2col(
     int32_t pairs = out_c >> 1;
     int8_t *oa = out_a;
 #if ECC_DSP_GEMM_ASM
-    if (ECC_DSP_ASM_MODE(mode) && pairs > 0) {
+    if (ECC_DSP_ASM_OK(mode, lo, hi) && pairs > 0) {
         int32_t a0, a1, b0, b1, x, n, t0, t1, t2, t3, t4, t5;
         struct { const int32_t *cols; int32_t nh, ob, pairs; } m = {cols, groups >> 1, ob, pairs};
         if (mode == ECC_DSP_RELU) {
-            ECC_DSP_GEMM_PAIRS(ECC_DSP_OUT_RELU);
+            ECC_DSP_GEMM_PAIRS(ECC_DSP_EPI(ECC_DSP_OUT_RELU));
         } else if (mode == ECC_DSP_RNE) {
-            ECC_DSP_GEMM_PAIRS(ECC_DSP_OUT_RNE);
+            ECC_DSP_GEMM_PAIRS(ECC_DSP_EPI(ECC_DSP_OUT_RNE));
         } else if (mode == ECC_DSP_RNE_TIE) {
-            ECC_DSP_GEMM_PAIRS(ECC_DSP_OUT_RNE_TIE);
+            ECC_DSP_GEMM_PAIRS(ECC_DSP_EPI(ECC_DSP_OUT_RNE_TIE));
+#if ECC_DSP_FPU
+        } else if (mode == ECC_DSP_F32) {
+            ECC_DSP_GEMM_PAIRS(ECC_DSP_EPI_F32);
+#endif
         } else {
-            ECC_DSP_GEMM_PAIRS(ECC_DSP_OUT_FULL);
+            ECC_DSP_GEMM_PAIRS(ECC_DSP_EPI(ECC_DSP_OUT_FULL));
         }
         pairs = 0;
     }
 #endif
-    for (; pairs > 0; --pairs, oa += 2) { /* CLAMP, RNE_CLAMP: the same walk in C */
+    for (; pairs > 0; --pairs, oa += 2) { /* CLAMP, RNE_CLAMP, F32 narrow: the same walk in C */
         const int32_t *r = (const int32_t *)(const void *)w;
         const int32_t *x = cols;
         int32_t a0 = r[0], a1 = r[1], b0 = r[0], b1 = r[1], g;

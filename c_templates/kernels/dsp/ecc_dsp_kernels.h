@@ -8,9 +8,11 @@
  * - requantization (ecc_dsp_out in ecc_dsp.h): k = 2 * output_offset + 1, the clamp, and per output
  *   channel an int32 multiplier and a shift. One entry point per mode: `_relu` for layers whose
  *   output range is [-128, 127] with zero point -128 (their shift is one less), plain for the range
- *   [-128, 127], `_clamp` for any other range; under `rounding: onnx` (one rounding, ties to even)
- *   `_onnx` for the range [-128, 127] when no tie can change an output (its shift is one less) and
- *   `_onnx_tie` for that range where ties are reachable, `_onnx_clamp` for anything else;
+ *   [-128, 127], `_clamp` for any other range; under `rounding: onnx` `_onnx` (any range:
+ *   onnxruntime's float32 output stage on the FPU, ECC_DSP_F32, the multipliers as float32 bits),
+ *   except transpose_conv (the exact product rounded once, ties to even): `_onnx` for the range
+ *   [-128, 127] when no tie can change an output (its shift is one less) and `_onnx_tie` for that
+ *   range where ties are reachable, `_onnx_clamp` for anything else;
  *   fully_connected takes the mode as an argument (ECC_DSP_*);
  * - GEMM kernels (conv2d, conv2d_1x1): `weights` is one blob read front to back, per pair of
  *   output channels the folded biases, the two rows interleaved per 4-k group (`groups` groups,
@@ -26,10 +28,14 @@
 
 #include <stdint.h>
 
-/* ECC_DSP_MODES(kernel, (parameters)): the six entry points ecc_dsp_<kernel>[_mode]_s8 of a kernel, one per
- * requantization mode above, with one parameter list; a twin with the parameters of another entry point is
- * declared with __typeof__ (tests/kernels/isa_harness.py reads the types from both forms) */
+/* ECC_DSP_MODES(kernel, (parameters)): the four entry points ecc_dsp_<kernel>[_mode]_s8 of a kernel, one per
+ * requantization mode above, with one parameter list; ECC_DSP_RNE_MODES the six of transpose_conv; a twin with
+ * the parameters of another entry point is declared with __typeof__ (tests/kernels/isa_harness.py reads the
+ * types from these forms) */
 #define ECC_DSP_MODES(kernel, params) \
+    int ecc_dsp_##kernel##_s8 params; int ecc_dsp_##kernel##_clamp_s8 params; int ecc_dsp_##kernel##_onnx_s8 params; \
+    int ecc_dsp_##kernel##_relu_s8 params
+#define ECC_DSP_RNE_MODES(kernel, params) \
     int ecc_dsp_##kernel##_s8 params; int ecc_dsp_##kernel##_clamp_s8 params; int ecc_dsp_##kernel##_onnx_s8 params; \
     int ecc_dsp_##kernel##_onnx_clamp_s8 params; int ecc_dsp_##kernel##_onnx_tie_s8 params; \
     int ecc_dsp_##kernel##_relu_s8 params
@@ -72,7 +78,8 @@ ECC_DSP_MODES(depthwise_conv2d_3x3, (int8_t *scratch,
     const int8_t *weights, const int32_t *bias,
     int32_t out_h, int32_t out_w, int32_t out_c, int8_t *output));
 
-/* mode: ECC_DSP_RELU / FULL / CLAMP (one entry point, the mode branches once per four outputs);
+/* mode: ECC_DSP_RELU / FULL / CLAMP (one entry point, the mode branches once per four outputs; _onnx:
+ * ECC_DSP_F32);
  * weights: the quad-packed blob of fully_connected_s8.c.j2, `blocks` 8-k blocks per row */
 int ecc_dsp_fully_connected_s8(int8_t *scratch,
     int32_t out_k, int32_t act_min, int32_t act_max, int32_t mode,
@@ -106,7 +113,7 @@ int ecc_dsp_max_pool2d_s8(int8_t *scratch,
     int32_t out_h, int32_t out_w, int8_t *output);
 
 /* transpose_conv: one GEMM blob per stride phase (dsp/transpose_conv_s8.c.j2) */
-ECC_DSP_MODES(transpose_conv, (int8_t *scratch,
+ECC_DSP_RNE_MODES(transpose_conv, (int8_t *scratch,
     int32_t stride_h, int32_t stride_w, int32_t pad_top, int32_t pad_left,
     int32_t input_zp, int32_t act_min, int32_t act_max,
     int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, const int8_t *input,
