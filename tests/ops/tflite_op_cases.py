@@ -167,6 +167,14 @@ def quantize_float(rng, shape):
     s, z = _scale(rng, 0.005, 0.1), _zp(rng)
     x = (rng.normal(0, 3, shape) * 1.0).astype(np.float32)
     x.flat[:4] = (np.array([0.5, -0.5, 1.5, -2.5]) * s + 0).astype(np.float32)[: min(4, x.size)]  # near ties
+    # values one float32 step from (k + 1/2) * s where x / s rounds differently in float32 (TFLM's
+    # AffineQuantize) and in double: a double division would be 1 LSB off TFLM on these
+    k = np.arange(-60, 60) + 0.5
+    cand = np.concatenate([np.nextafter(np.float32(k * s), np.float32(d)) for d in (np.inf, -np.inf)])
+    f32 = np.float32(cand) / np.float32(s)
+    split = cand[(np.floor(np.abs(f32) + 0.5) != np.floor(np.abs(cand.astype(np.float64) / float(s)) + 0.5))]
+    n = min(len(split), max(0, x.size - 4))
+    x.flat[4:4 + n] = split[:n]
     m = Model()
     ti = m.tensor(shape, FLOAT, 0.0, 0)
     m.tensors[ti].quantization = None

