@@ -45,7 +45,8 @@ def _snake(name: str) -> str:
     return re.sub(r"(?<!^)([A-Z])", r"_\1", name).lower()
 
 
-_DTYPES = {"INT8": DType.INT8, "INT32": DType.INT32, "UINT8": DType.UINT8, "FLOAT32": DType.FLOAT32}
+_DTYPES = {"INT8": DType.INT8, "INT32": DType.INT32, "UINT8": DType.UINT8, "FLOAT32": DType.FLOAT32,
+           "INT16": DType.INT16, "INT64": DType.INT64}  # int16 / int64: 16x8 activations and biases
 
 
 @dataclass(frozen=True)
