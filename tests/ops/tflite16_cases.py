@@ -142,3 +142,55 @@ def single_op_cases() -> dict[str, tuple[bytes, list[np.ndarray]]]:
         "dequantize_int16": (dequantize16, {}),
     }
     return {name: fn(np.random.default_rng(100 + i), **kw) for i, (name, (fn, kw)) in enumerate(specs.items())}
+
+
+def net16(seed: int = 7) -> tuple[bytes, np.ndarray]:
+    """A small 16x8 conv net with float I/O: x [1,8,8,3] float -> QUANTIZE int16 -> CONV_2D 3x3 relu
+    (8 ch) -> DEPTHWISE_CONV_2D 3x3 stride 2 relu6 -> CONV_2D 1x1 (8 ch) -> ADD (residual with the
+    depthwise output) -> FULLY_CONNECTED (rank-4 input, 5 outputs) -> DEQUANTIZE float [1, 5].
+    Returns (model bytes, the float input samples [4, 1, 8, 8, 3])."""
+    rng = np.random.default_rng(seed)
+    m = Model()
+    s_x, s_c1, s_dw, s_c2, s_add, s_fc = (F32(v) for v in (1 / 8192, 2e-3, 2e-4, 1e-3, 1.2e-3, 2e-2))
+
+    def weights(shape, scales, qdim):
+        return m.tensor(shape, I8, scales, [0] * len(scales), rng.integers(-127, 128, shape).astype(np.int8), qdim)
+
+    def bias(n, s_in, s_w):
+        return m.tensor([n], I64, s_w.astype(np.float64) * float(s_in), [0] * len(s_w),
+                        rng.integers(-2**20, 2**20, n).astype(np.int64))
+
+    x = m.tensor((1, 8, 8, 3), FLOAT, 1.0, 0)
+    m.tensors[x].quantization = None
+    xq = m.tensor((1, 8, 8, 3), I16, s_x, 0)
+    w1s = rng.uniform(0.005, 0.02, 8).astype(F32)
+    w1, b1 = weights((8, 3, 3, 3), w1s, 0), bias(8, s_x, w1s)
+    c1 = m.tensor((1, 8, 8, 8), I16, s_c1, 0)
+    wds = rng.uniform(0.005, 0.02, 8).astype(F32)
+    wd, bd = weights((1, 3, 3, 8), wds, 3), bias(8, s_c1, wds)
+    dw = m.tensor((1, 4, 4, 8), I16, s_dw, 0)
+    w2s = rng.uniform(0.005, 0.02, 8).astype(F32)
+    w2, b2 = weights((8, 1, 1, 8), w2s, 0), bias(8, s_dw, w2s)
+    c2 = m.tensor((1, 4, 4, 8), I16, s_c2, 0)
+    add = m.tensor((1, 4, 4, 8), I16, s_add, 0)
+    wfs = np.full(1, 0.01, F32)
+    wf, bf = weights((5, 128), wfs, 0), bias(5, s_add, wfs)
+    fc = m.tensor((1, 5), I16, s_fc, 0)
+    y = m.tensor((1, 5), FLOAT, 1.0, 0)
+    m.tensors[y].quantization = None
+    o1, o2 = S.Conv2DOptionsT(), S.Conv2DOptionsT()
+    o1.padding, o1.strideH, o1.strideW, o1.fusedActivationFunction = S.Padding.SAME, 1, 1, ACT["relu"]
+    o2.padding, o2.strideH, o2.strideW = S.Padding.VALID, 1, 1
+    od = S.DepthwiseConv2DOptionsT()
+    od.padding, od.strideH, od.strideW, od.depthMultiplier, od.fusedActivationFunction = S.Padding.SAME, 2, 2, 1, ACT["relu6"]
+    oa = S.AddOptionsT()
+    oa.potScaleInt16 = False
+    ops = [(OP.QUANTIZE, OPT.QuantizeOptions, S.QuantizeOptionsT(), [x], [xq]),
+           (OP.CONV_2D, OPT.Conv2DOptions, o1, [xq, w1, b1], [c1]),
+           (OP.DEPTHWISE_CONV_2D, OPT.DepthwiseConv2DOptions, od, [c1, wd, bd], [dw]),
+           (OP.CONV_2D, OPT.Conv2DOptions, o2, [dw, w2, b2], [c2]),
+           (OP.ADD, OPT.AddOptions, oa, [c2, dw], [add]),
+           (OP.FULLY_CONNECTED, OPT.FullyConnectedOptions, S.FullyConnectedOptionsT(), [add, wf, bf], [fc]),
+           (OP.DEQUANTIZE, 0, None, [fc], [y])]
+    samples = rng.uniform(-3.5, 3.5, (4, 1, 8, 8, 3)).astype(F32)
+    return m.build_ops(ops, [x], [y]), samples

@@ -170,7 +170,7 @@ def _dtype_guarded(v: KernelVariant) -> KernelVariant:
 
     def why_not(node: Node, graph: Graph) -> str | None:
         if kernel_dtype(node, graph) != v.dtype:
-            return "int16 activations (16x8): no kernel" if v.dtype == "s8" else "int8 activations"
+            return "no kernel for int16 activations (16x8) yet" if v.dtype == "s8" else "int8 activations"
         return inner_why(node, graph) if inner_why else None
 
     applies.dtype_guard = True  # type: ignore[attr-defined]
