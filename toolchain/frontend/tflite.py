@@ -1,4 +1,5 @@
-"""TFLite (.tflite, full int8) -> Graph: the same IR an int8 graph has after our quantizer, with the
+"""TFLite (.tflite, full int8, or 16x8 for the ops of tflite_16x8.S16_OPS) -> Graph: the same IR an
+int8 graph has after our quantizer (int16 activations and int64 biases for 16x8), with the
 model's own scales, zero points and per-channel axes (no re-quantization) and fused activations as
 each op's `act` range. One converter per TFLite builtin op, registered by name; a converter's keyword
 parameters are the op's builtin options (schema.fbs names and defaults), so an option we do not
@@ -15,7 +16,6 @@ from __future__ import annotations
 import inspect
 import math
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +23,7 @@ import numpy as np
 
 from toolchain.errors import UnsupportedModel
 from toolchain.frontend.tflite_16x8 import NOT_16X8, bias64, check_weighted, int16_reason, is_int16
-from toolchain.frontend.tflite_reader import TflModel, TflOp, read_tflite
+from toolchain.frontend.tflite_reader import TflModel, TflOp, read_tflite, uint8_edges
 from toolchain.frontend.unsupported import UNKNOWN_OP, NodeUnsupported, Problem, summary_error
 from toolchain.io_dtypes import UINT8_IO
 from toolchain.ir import DType, Graph, Node, QuantParams, Tensor
@@ -209,25 +209,6 @@ class Builder:
         return self.emit(OpKind.RESHAPE, [x], ReshapeAttrs(tuple(shape)), out)
 
 
-def _uint8_edges(m: TflModel) -> tuple[TflModel, tuple[str, ...]]:
-    """uint8 model inputs read only by QUANTIZE and uint8 outputs written by QUANTIZE (TFLite converter,
-    inference_input/output_type = tf.uint8) -> int8 tensors of the same real values (integers and zero
-    point - 128, same scale): the QUANTIZE computes what TFLM's uint8 Requantize does. Returns the model
-    and their names (the API keeps them uint8: toolchain.io_dtypes); other uint8 tensors are refused later."""
-    def uint8(i: int) -> bool:
-        t = m.tensors[i]
-        return t is not None and t.dtype == DType.UINT8 and t.quant is not None and not t.quant.is_per_channel
-
-    ins = [i for i in m.inputs if uint8(i) and {op.name for op in m.ops if i in op.inputs} == {"QUANTIZE"}]
-    outs = [i for i in m.outputs if uint8(i) and i not in m.inputs and
-            [op.name for op in m.ops if i in op.outputs] == ["QUANTIZE"]]
-    tensors = list(m.tensors)
-    for i in (*ins, *outs):
-        t = tensors[i]
-        tensors[i] = replace(t, dtype=DType.INT8, quant=QuantParams.per_tensor(t.quant.s, t.quant.zp - 128))
-    return replace(m, tensors=tuple(tensors)), tuple(tensors[i].name for i in (*ins, *outs))
-
-
 def _same(a: Any, b: Any) -> bool:
     if a is None or b is None:
         return a is b
@@ -379,7 +360,7 @@ def load_tflite(path: str | Path) -> Graph:
     Raises InputError (missing or non-TFLite file, schema module not installed) and UnsupportedModel
     (listing every unsupported operator at once, by index, output tensor and op)."""
     path = Path(path)
-    m, uint8_io = _uint8_edges(read_tflite(path))
+    m, uint8_io = uint8_edges(read_tflite(path))
     b = Builder(path, m)
     errors = [Problem(b.label(op), op.name, UNKNOWN_OP) for op in m.ops if op.name not in CONVERTERS]
     for i in m.inputs:
