@@ -2,7 +2,8 @@
 
 It is the oracle (architecture P8): calibration runs it on float graphs, pass tests compare
 before/after with it, and every generated C output must equal it bit for bit on int8 graphs.
-A node whose output tensor is int8 runs `reference_s8`, otherwise `reference_f32`. The rounding
+A node whose output tensor is int8 runs `reference_s8`, int16 (16x8) `reference_s16`, otherwise
+`reference_f32`. The rounding
 mode of the int8 references is the graph's own (graph.meta["rounding"], fixed_point.graph_rounding):
 read here, once per run, not passed op by op.
 """
@@ -48,8 +49,9 @@ def _run(graph: Graph, inputs: Mapping[str, np.ndarray], keep_all: bool, transfo
     for node in graph.nodes:
         ins = [(graph.t(i).data if graph.t(i).is_const else env[i]) if i else None for i in node.inputs]
         op = opdef(node)
-        quantized = graph.t(node.outputs[0]).dtype == DType.INT8
-        outs = (op.reference_s8 if quantized else op.reference_f32)(node, graph, ins)
+        out_dtype = graph.t(node.outputs[0]).dtype
+        ref = {DType.INT8: op.reference_s8, DType.INT16: op.reference_s16}.get(out_dtype, op.reference_f32)
+        outs = ref(node, graph, ins)
         for name, val in zip(node.outputs, outs, strict=True):
             env[name] = transform(name, val)
     return env if keep_all else {o: env[o] for o in graph.outputs}

@@ -20,7 +20,9 @@ DTYPES = {
     "ONNX (quantized: QDQ / QLinear)": "int8 / uint8 tensors with the model's own scales; the float ops below "
                                        "between QuantizeLinear / DequantizeLinear",
     "TFLite (.tflite)": "int8 activations (per-tensor), int8 weights (per-tensor or per-channel), int32 bias, "
-                        "the file's own quantization; float32 only at the edges (QUANTIZE / DEQUANTIZE)",
+                        "the file's own quantization; float32 only at the edges (QUANTIZE / DEQUANTIZE); "
+                        "16x8 (int16 activations, zero point 0, int64 bias) for the ops listed under the "
+                        "kernel table",
 }
 
 
@@ -80,8 +82,9 @@ def kernel_table() -> tuple[list[str], list[tuple[str, list[str]]]]:
         cells = []
         for pref in groups:
             order = [*pref, *(["portable"] if "portable" not in pref else [])]
-            parts = [_isa_cell(isa, [v for v in op.variants if v.isa == isa and "_onnx" not in v.name])
-                     for isa in order]  # the rounding: onnx twins are listed under the table
+            parts = [_isa_cell(isa, [v for v in op.variants if v.isa == isa and "_onnx" not in v.name
+                                     and v.dtype == "s8"])
+                     for isa in order]  # the rounding: onnx twins and the 16x8 kernels are listed under the table
             parts = [p for p in parts if p]
             cells.append(" > ".join(parts) if parts else ("view (no code)" if op.is_view else "none (folded)"))
         rows.append((kind.value, cells))
@@ -119,7 +122,23 @@ def render() -> str:
                                "(kernel `portable_onnx` in the report, or `<isa>..._onnx` where an ISA has one: "
                                f"{isa_twins or 'none'}; the other ISA kernels round as TFLM does and are not used): "
                                + ", ".join(_twinned()) + ".", 100)]
+    out += ["", *textwrap.wrap("16x8 (TFLite files with int16 activations; kernel `portable_s16` on every board): "
+                               + ", ".join(_s16_ops()) + "; TFLite operators " + ", ".join(_s16_tflite())
+                               + ". Any other operator with an int16 tensor is refused by name.", 100)]
     return "\n".join(out) + "\n"
+
+
+def _s16_ops() -> list[str]:
+    """IR ops with a 16x8 (int16 activation) kernel variant (registry.portable_s16)."""
+    from toolchain.ops.registry import REGISTRY
+
+    return sorted(k.value for k, op in REGISTRY.items() if any(v.dtype == "s16" for v in op.variants))
+
+
+def _s16_tflite() -> list[str]:
+    from toolchain.frontend.tflite_16x8 import S16_OPS
+
+    return list(S16_OPS)
 
 
 def _isa_twinned() -> dict[str, list[str]]:

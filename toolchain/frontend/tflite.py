@@ -1,4 +1,5 @@
-"""TFLite (.tflite, full int8) -> Graph: the same IR an int8 graph has after our quantizer, with the
+"""TFLite (.tflite, full int8, or 16x8 for the ops of tflite_16x8.S16_OPS) -> Graph: the same IR an
+int8 graph has after our quantizer (int16 activations and int64 biases for 16x8), with the
 model's own scales, zero points and per-channel axes (no re-quantization) and fused activations as
 each op's `act` range. One converter per TFLite builtin op, registered by name; a converter's keyword
 parameters are the op's builtin options (schema.fbs names and defaults), so an option we do not
@@ -15,14 +16,14 @@ from __future__ import annotations
 import inspect
 import math
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from toolchain.errors import UnsupportedModel
-from toolchain.frontend.tflite_reader import TflModel, TflOp, read_tflite
+from toolchain.frontend.tflite_16x8 import NOT_16X8, bias64, check_weighted, int16_reason, is_int16
+from toolchain.frontend.tflite_reader import TflModel, TflOp, read_tflite, uint8_edges
 from toolchain.frontend.unsupported import UNKNOWN_OP, NodeUnsupported, Problem, summary_error
 from toolchain.io_dtypes import UINT8_IO
 from toolchain.ir import DType, Graph, Node, QuantParams, Tensor
@@ -112,12 +113,12 @@ class Builder:
         self.tensors.setdefault(t.name, t)
         return t
 
-    def act(self, idx: int, role: str = "input") -> Tensor:
-        """An int8 activation with per-tensor quantization."""
+    def act(self, idx: int, role: str = "input", int16: bool = False) -> Tensor:
+        """An int8 activation with per-tensor quantization (int16 with zero point 0 when `int16`: 16x8)."""
         t = self.tensor(idx, role)
         if t.is_const:
             raise self.unsupported(f"constant {role} {t.name!r} (an activation is expected)")
-        _check_int8_per_tensor(t, role, self.unsupported)
+        _check_int8_per_tensor(t, role, self.unsupported, int16)
         return t
 
     def operand(self, idx: int, role: str = "input") -> Tensor:
@@ -208,34 +209,20 @@ class Builder:
         return self.emit(OpKind.RESHAPE, [x], ReshapeAttrs(tuple(shape)), out)
 
 
-def _uint8_edges(m: TflModel) -> tuple[TflModel, tuple[str, ...]]:
-    """uint8 model inputs read only by QUANTIZE and uint8 outputs written by QUANTIZE (TFLite converter,
-    inference_input/output_type = tf.uint8) -> int8 tensors of the same real values (integers and zero
-    point - 128, same scale): the QUANTIZE computes what TFLM's uint8 Requantize does. Returns the model
-    and their names (the API keeps them uint8: toolchain.io_dtypes); other uint8 tensors are refused later."""
-    def uint8(i: int) -> bool:
-        t = m.tensors[i]
-        return t is not None and t.dtype == DType.UINT8 and t.quant is not None and not t.quant.is_per_channel
-
-    ins = [i for i in m.inputs if uint8(i) and {op.name for op in m.ops if i in op.inputs} == {"QUANTIZE"}]
-    outs = [i for i in m.outputs if uint8(i) and i not in m.inputs and
-            [op.name for op in m.ops if i in op.outputs] == ["QUANTIZE"]]
-    tensors = list(m.tensors)
-    for i in (*ins, *outs):
-        t = tensors[i]
-        tensors[i] = replace(t, dtype=DType.INT8, quant=QuantParams.per_tensor(t.quant.s, t.quant.zp - 128))
-    return replace(m, tensors=tuple(tensors)), tuple(tensors[i].name for i in (*ins, *outs))
-
-
 def _same(a: Any, b: Any) -> bool:
     if a is None or b is None:
         return a is b
     return bool(np.array_equal(np.asarray(a), np.asarray(b)))
 
 
-def _check_int8_per_tensor(t: Tensor, role: str, err: Callable[[str], Exception]) -> None:
-    if t.dtype != DType.INT8:
-        raise err(f"{role} {t.name!r} of type {t.dtype.value} (int8 models only)")
+def _check_int8_per_tensor(t: Tensor, role: str, err: Callable[[str], Exception], int16: bool = False) -> None:
+    """int8 per-tensor (`int16`: int16 per-tensor with zero point 0, a 16x8 activation) or err(what)."""
+    want = DType.INT16 if int16 else DType.INT8
+    if t.dtype != want:
+        raise err(f"{role} {t.name!r} of type {t.dtype.value} "
+                  f"({NOT_16X8 if DType.INT16 in (t.dtype, want) else 'int8 models only'})")
+    if int16 and int16_reason(t, role):
+        raise err(int16_reason(t, role))
     if t.quant is None or t.quant.is_per_channel or len(t.quant.scale) != 1:
         raise err(f"{role} {t.name!r} without per-tensor quantization")
 
@@ -245,7 +232,8 @@ def _check_int8_per_tensor(t: Tensor, role: str, err: Callable[[str], Exception]
 def conv_2d(b: Builder, input: int, filter: int, bias: int = -1, *, padding: int = SAME, stride_w: int = 0,
             stride_h: int = 0, fused_activation_function: int = 0, dilation_w_factor: int = 1,
             dilation_h_factor: int = 1) -> None:
-    x, w = b.act(input), b.weights(filter, 4, axis=0)
+    s16 = is_int16(b, input)  # 16x8: int16 in and out, int64 bias (tflite_16x8.py)
+    x, w = b.act(input, int16=s16), b.weights(filter, 4, axis=0)
     cout, kh, kw, gin = w.shape
     cin = x.shape[-1] if x.shape else 0
     # grouped when the weights see fewer channels than the input (TFLM conv: groups = Cin / filter Cin)
@@ -253,6 +241,9 @@ def conv_2d(b: Builder, input: int, filter: int, bias: int = -1, *, padding: int
         raise b.unsupported(f"input {list(x.shape)} with weights {list(w.shape)}")
     win = b.window(x, (kh, kw), (stride_h, stride_w), (dilation_h_factor, dilation_w_factor), padding)
     attrs = Conv2DAttrs(win, cin // gin, b.fused(fused_activation_function))
+    if s16:
+        b.emit(OpKind.CONV2D, [x, w, bias64(b, bias, cout, x, w)], attrs, b.act(b.op.outputs[0], "output", True))
+        return check_weighted(b, 0, kh * kw * gin)
     b.emit(OpKind.CONV2D, [x, w, b.bias(bias, cout, x, w)], attrs)
 
 
@@ -260,21 +251,27 @@ def conv_2d(b: Builder, input: int, filter: int, bias: int = -1, *, padding: int
 def depthwise_conv_2d(b: Builder, input: int, filter: int, bias: int = -1, *, padding: int = SAME,
                       stride_w: int = 0, stride_h: int = 0, depth_multiplier: int = 0,
                       fused_activation_function: int = 0, dilation_w_factor: int = 1, dilation_h_factor: int = 1) -> None:
-    x, w = b.act(input), b.weights(filter, 4, axis=3)
+    s16 = is_int16(b, input)
+    x, w = b.act(input, int16=s16), b.weights(filter, 4, axis=3)
     (one, kh, kw, cout), cin = w.shape, x.shape[-1]
     # TFLM passes depth_multiplier to the kernel as is; it must agree with the shapes.
     if len(x.shape) != 4 or one != 1 or cin * depth_multiplier != cout:
         raise b.unsupported(f"input {list(x.shape)}, weights {list(w.shape)}, depth_multiplier {depth_multiplier}")
     win = b.window(x, (kh, kw), (stride_h, stride_w), (dilation_h_factor, dilation_w_factor), padding)
     attrs = DepthwiseConv2DAttrs(win, depth_multiplier, b.fused(fused_activation_function))
+    if s16:
+        y = b.act(b.op.outputs[0], "output", True)
+        b.emit(OpKind.DEPTHWISE_CONV2D, [x, w, bias64(b, bias, cout, x, w)], attrs, y)
+        return check_weighted(b, 3, kh * kw)
     b.emit(OpKind.DEPTHWISE_CONV2D, [x, w, b.bias(bias, cout, x, w)], attrs)
 
 
 @converter("FULLY_CONNECTED")
 def fully_connected(b: Builder, input: int, weights: int, bias: int = -1, *,
                     fused_activation_function: int = 0, keep_num_dims: bool = False) -> None:
-    x, w = b.act(input), b.weights(weights, 2, axis=0, zero_point_ok=True)
-    y = b.act(b.op.outputs[0], "output")
+    s16 = is_int16(b, input)  # 16x8: symmetric weights (TFLM DCHECKs a zero point of 0)
+    x, w = b.act(input, int16=s16), b.weights(weights, 2, axis=0, zero_point_ok=not s16)
+    y = b.act(b.op.outputs[0], "output", s16)
     o, k = w.shape
     if x.size % k:
         raise b.unsupported(f"input {list(x.shape)} for weights {list(w.shape)}")
@@ -283,7 +280,9 @@ def fully_connected(b: Builder, input: int, weights: int, bias: int = -1, *,
         x = b.reshape(x, (x.size // k, k))
     attrs = FullyConnectedAttrs(b.fused(fused_activation_function))
     flat = y if y.shape == (x.shape[0], o) else b.fresh(f"{y.name}_2d", y, (x.shape[0], o))
-    b.emit(OpKind.FULLY_CONNECTED, [x, w, b.bias(bias, o, x, w)], attrs, flat)
+    b.emit(OpKind.FULLY_CONNECTED, [x, w, bias64(b, bias, o, x, w) if s16 else b.bias(bias, o, x, w)], attrs, flat)
+    if s16:
+        check_weighted(b, 0, k)
     if flat is not y:
         b.reshape(flat, y.shape, y)
 
@@ -291,6 +290,12 @@ def fully_connected(b: Builder, input: int, weights: int, bias: int = -1, *,
 @converter("ADD")
 def add(b: Builder, input1: int, input2: int, *, fused_activation_function: int = 0,
         pot_scale_int16: bool = True) -> None:  # pot_scale_int16 only matters for int16 ADD
+    if is_int16(b, input1):  # 16x8: TFLM's int16 ADD takes the general path whatever pot_scale_int16 says
+        x1, x2, y = b.act(input1, "input1", True), b.act(input2, "input2", True), b.act(b.op.outputs[0], "output", True)
+        if x1.shape != x2.shape:
+            raise b.unsupported(f"int16 ADD of shapes {list(x1.shape)} and {list(x2.shape)} (no broadcast in 16x8 yet)")
+        b.emit(OpKind.ADD, [x1, x2], AddAttrs(b.fused(fused_activation_function)), y)
+        return
     x1, x2 = b.operand(input1, "input1"), b.operand(input2, "input2")
     b.emit(OpKind.ADD, [x1, x2], AddAttrs(b.fused(fused_activation_function)))
 
@@ -330,7 +335,8 @@ def max_pool_2d(b: Builder, input: int, *, padding: int = SAME, stride_w: int = 
 def reshape(b: Builder, input: int, shape: int = -1, *, new_shape: Any = None) -> None:
     # The target is the output tensor's static shape in the file (shape input and new_shape agree
     # with it in a valid model). Bytes are copied as they are (TFLM memcpy): quantization unchanged.
-    x, y = b.act(input), b.act(b.op.outputs[0], "output")
+    s16 = is_int16(b, input)  # a view: int16 bytes as they are
+    x, y = b.act(input, int16=s16), b.act(b.op.outputs[0], "output", s16)
     b.reshape(x, y.shape, y)
 
 
@@ -354,7 +360,7 @@ def load_tflite(path: str | Path) -> Graph:
     Raises InputError (missing or non-TFLite file, schema module not installed) and UnsupportedModel
     (listing every unsupported operator at once, by index, output tensor and op)."""
     path = Path(path)
-    m, uint8_io = _uint8_edges(read_tflite(path))
+    m, uint8_io = uint8_edges(read_tflite(path))
     b = Builder(path, m)
     errors = [Problem(b.label(op), op.name, UNKNOWN_OP) for op in m.ops if op.name not in CONVERTERS]
     for i in m.inputs:
@@ -366,7 +372,7 @@ def load_tflite(path: str | Path) -> Graph:
         if t.dtype == DType.FLOAT32 and all(op.name == "QUANTIZE" for op in m.ops if i in op.inputs):
             continue  # a float input quantized inside the model (QUANTIZE)
         try:
-            _check_int8_per_tensor(t, "graph input", lambda what: UnsupportedModel(what))
+            _check_int8_per_tensor(t, "graph input", lambda what: UnsupportedModel(what), t.dtype == DType.INT16)
         except UnsupportedModel as e:
             errors.append(Problem(repr(t.name), "graph input", str(e).removeprefix(f"graph input {t.name!r} ")))
     failed: set[str] = set()  # outputs of operators that did not convert (already reported)
@@ -382,7 +388,7 @@ def load_tflite(path: str | Path) -> Graph:
     defined = {m.tensors[i].name for i in m.inputs if m.tensors[i]} | {o for n in b.nodes for o in n.outputs} | failed
     for i in m.outputs:
         t = m.tensors[i]
-        if t is None or t.name not in defined or t.dtype not in (DType.INT8, DType.FLOAT32, DType.INT32):
+        if t is None or t.name not in defined or t.dtype not in (DType.INT8, DType.INT16, DType.FLOAT32, DType.INT32):
             errors.append(Problem(repr(t.name) if t else str(i), "graph output",
                                   "not an int8 activation computed by the model"))
     if errors:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from toolchain.frontend.tflite import Builder, converter
+from toolchain.frontend.tflite_16x8 import is_int16
 from toolchain.ir import DType
 from toolchain.ops.binary import BinaryAttrs
 from toolchain.ops.concat import ConcatAttrs
@@ -142,15 +143,18 @@ def resize_bilinear(b: Builder, input: int, size: int, *, align_corners: bool = 
 
 @converter("QUANTIZE")
 def quantize(b: Builder, input: int) -> None:
+    """float32 -> int8 / int16 (Quantize), int8 / int16 -> int8 / int16 (Requantize; 16x8: TFLM
+    quantize_common.cc takes every pair of the two)."""
     x = b.tensor(input, "input")
+    out16 = is_int16(b, b.op.outputs[0])
     if x.dtype == DType.FLOAT32 and not x.is_const:
-        b.emit(OpKind.QUANTIZE, [x], QuantizeAttrs())
+        b.emit(OpKind.QUANTIZE, [x], QuantizeAttrs(), b.act(b.op.outputs[0], "output", out16))
     else:  # int8 -> int8 with other qparams
-        x, y = b.act(input), b.act(b.op.outputs[0], "output")
-        if x.quant == y.quant:  # e.g. uint8 -> int8 of equal scale at a uint8 model input: a -128 shift, 0 here
-            b.reshape(x, y.shape, y)  # a view: TFLM's Requantize copies every value unchanged
+        x, y = b.act(input, int16=is_int16(b, input)), b.act(b.op.outputs[0], "output", out16)
+        if x.quant == y.quant and x.dtype == y.dtype:  # e.g. uint8 -> int8 of equal scale at a uint8 model
+            b.reshape(x, y.shape, y)  # input: a -128 shift, 0 here; a view: TFLM's Requantize copies the values
         else:
-            b.emit(OpKind.REQUANTIZE, [x], QuantizeAttrs())
+            b.emit(OpKind.REQUANTIZE, [x], QuantizeAttrs(), y)
 
 
 @converter("DEQUANTIZE")
@@ -158,6 +162,6 @@ def dequantize(b: Builder, input: int) -> None:
     y = b.tensor(b.op.outputs[0], "output")
     if y.dtype != DType.FLOAT32:
         raise b.unsupported(f"DEQUANTIZE to {y.dtype.value} (float32 only)")
-    b.emit(OpKind.DEQUANTIZE, [b.act(input)], QuantizeAttrs(), y)
+    b.emit(OpKind.DEQUANTIZE, [b.act(input, int16=is_int16(b, input))], QuantizeAttrs(), y)
 
 

@@ -35,7 +35,7 @@ def _ints(b: Builder, idx: int, role: str, max_rank: int | None = 1) -> np.ndarr
     """A constant int32/int64 tensor (TFLite allows both for begin/size/axis/indices) of rank at most
     `max_rank` (begin, end, strides, size and axis are scalars or 1-D in the TFLite schema)."""
     t = b.m.tensors[idx] if idx >= 0 else None
-    if t is None and idx >= 0 and b.m.type_names[idx] == "INT64":
+    if idx >= 0 and b.m.type_names[idx] == "INT64":
         raise b.unsupported(f"{role}: int64 tensors are not read by this frontend")
     t = b.tensor(idx, role)
     if not t.is_const or t.dtype != DType.INT32:

@@ -22,7 +22,7 @@ def rsqrt(b: Builder, input: int) -> None:
 @converter("ARG_MAX")
 def arg_max(b: Builder, input: int, dim: int, *, output_type: int | None = None) -> None:
     """int8 input, constant int32 axis, int32 output (TFLM reads the output tensor's type; an INT64
-    output tensor is refused: the IR has no int64 tensors). output_type, when given, must agree."""
+    output tensor is refused: int32 indices only). output_type, when given, must agree."""
     x = b.act(input)
     axis_t = b.tensor(dim, "axis")
     if not axis_t.is_const or axis_t.dtype != DType.INT32 or axis_t.size != 1:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import importlib
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -45,7 +45,8 @@ def _snake(name: str) -> str:
     return re.sub(r"(?<!^)([A-Z])", r"_\1", name).lower()
 
 
-_DTYPES = {"INT8": DType.INT8, "INT32": DType.INT32, "UINT8": DType.UINT8, "FLOAT32": DType.FLOAT32}
+_DTYPES = {"INT8": DType.INT8, "INT32": DType.INT32, "UINT8": DType.UINT8, "FLOAT32": DType.FLOAT32,
+           "INT16": DType.INT16, "INT64": DType.INT64}  # int16 / int64: 16x8 activations and biases
 
 
 @dataclass(frozen=True)
@@ -172,3 +173,22 @@ def _op(S: ModuleType, model: Any, index: int, op: Any) -> TflOp:
     inputs = tuple(int(i) for i in (op.inputs if op.inputs is not None else ()))
     outputs = tuple(int(o) for o in (op.outputs if op.outputs is not None else ()))
     return TflOp(index, name, inputs, outputs, options, defaults)
+
+
+def uint8_edges(m: TflModel) -> tuple[TflModel, tuple[str, ...]]:
+    """uint8 model inputs read only by QUANTIZE and uint8 outputs written by QUANTIZE (TFLite converter,
+    inference_input/output_type = tf.uint8) -> int8 tensors of the same real values (integers and zero
+    point - 128, same scale): the QUANTIZE computes what TFLM's uint8 Requantize does. Returns the model
+    and their names (the API keeps them uint8: toolchain.io_dtypes); other uint8 tensors are refused later."""
+    def uint8(i: int) -> bool:
+        t = m.tensors[i]
+        return t is not None and t.dtype == DType.UINT8 and t.quant is not None and not t.quant.is_per_channel
+
+    ins = [i for i in m.inputs if uint8(i) and {op.name for op in m.ops if i in op.inputs} == {"QUANTIZE"}]
+    outs = [i for i in m.outputs if uint8(i) and i not in m.inputs and
+            [op.name for op in m.ops if i in op.outputs] == ["QUANTIZE"]]
+    tensors = list(m.tensors)
+    for i in (*ins, *outs):
+        t = tensors[i]
+        tensors[i] = replace(t, dtype=DType.INT8, quant=QuantParams.per_tensor(t.quant.s, t.quant.zp - 128))
+    return replace(m, tensors=tuple(tensors)), tuple(tensors[i].name for i in (*ins, *outs))

@@ -1,7 +1,8 @@
 """Element types and quantization parameters of IR tensors.
 
 Owns: DType, QuantParams (TFLite int8 spec: real = scale * (q - zero_point), per-tensor or
-per-channel along `axis`). Does not own any arithmetic on them (see toolchain.ops.fixed_point).
+per-channel along `axis`; the 16x8 spec's int16 activations use the same parameters with zero
+point 0 and int64 biases). Does not own any arithmetic on them (see toolchain.ops.fixed_point).
 """
 from __future__ import annotations
 
@@ -17,7 +18,9 @@ class DType(enum.Enum):
     FLOAT32 = "float32"
     INT8 = "int8"
     UINT8 = "uint8"
+    INT16 = "int16"  # 16x8 activations (TFLite 16x8 quantization: symmetric, zero point 0)
     INT32 = "int32"
+    INT64 = "int64"  # 16x8 biases (int64 accumulators, TFLM reference_integer_ops int16 kernels)
 
     @property
     def np(self) -> np.dtype:
@@ -30,7 +33,8 @@ class DType(enum.Enum):
 
     @property
     def c(self) -> str:
-        return {"float32": "float", "int8": "int8_t", "uint8": "uint8_t", "int32": "int32_t"}[self.value]
+        return {"float32": "float", "int8": "int8_t", "uint8": "uint8_t", "int16": "int16_t", "int32": "int32_t",
+                "int64": "int64_t"}[self.value]
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from toolchain.ir import Graph, Node
 from toolchain.ops.binary import broadcast_args, broadcast_shape, needs_broadcast, operand
 from toolchain.ops.common import NO_ACT, act_range_s8, apply_act_f32, quantize_constant_operands
-from toolchain.ops.registry import CArg, Cost, OpDef, portable, rounding_twins, register
+from toolchain.ops.quant16 import activation_range_s16
+from toolchain.ops.registry import CArg, Cost, OpDef, portable, portable_s16, rounding_twins, register
 
 
 def add_s8(x1: np.ndarray, x2: np.ndarray, p: AddParams, act_min: int = -128, act_max: int = 127) -> np.ndarray:
@@ -34,6 +35,35 @@ def add_s8(x1: np.ndarray, x2: np.ndarray, p: AddParams, act_min: int = -128, ac
     s2 = multiply_by_quantized_multiplier((b + p.input2_offset) << p.left_shift, p.input2_mult, p.input2_shift)
     # int32 sum as in C; with |input| <= 255 << 20 scaled by <= 0.5 it cannot actually wrap.
     return requantize_s8(wrap_int32(s1 + s2), p.output_mult, p.output_shift, p.output_offset, act_min, act_max)
+
+
+def add_s16(x1: np.ndarray, x2: np.ndarray, p: AddParams, act_min: int = -32768, act_max: int = 32767) -> np.ndarray:
+    """16x8 element-wise add (TFLite 16x8 spec; TFLM add.cc on int16 with pot_scale_int16 false, the
+    TFLite converter's setting: reference_ops::AddElementwise): add_s8's arithmetic with left_shift 15
+    (add_common.cc; p from add_params(..., left_shift=15)), zero points 0, clamped to int16.
+    x1, x2: int16 arrays of one shape -> int16."""
+    if np.shape(x1) != np.shape(x2):
+        raise ValueError(f"int16 add inputs {np.shape(x1)} and {np.shape(x2)} differ (no broadcast in 16x8)")
+    a, b = np.asarray(x1, np.int64), np.asarray(x2, np.int64)
+    s1 = multiply_by_quantized_multiplier((a + p.input1_offset) << p.left_shift, p.input1_mult, p.input1_shift)
+    s2 = multiply_by_quantized_multiplier((b + p.input2_offset) << p.left_shift, p.input2_mult, p.input2_shift)
+    y = multiply_by_quantized_multiplier(wrap_int32(s1 + s2), p.output_mult, p.output_shift) + p.output_offset
+    return np.clip(y, act_min, act_max).astype(np.int16)
+
+
+def params_s16(node: Node, graph: Graph) -> tuple[AddParams, tuple[int, int]]:
+    """(AddParams with left_shift 15, int16 (act_min, act_max)) of a 16x8 Add node (add_common.cc)."""
+    a, b, y = (graph.t(n).quant for n in (*node.inputs[:2], node.outputs[0]))
+    return add_params(a.s, 0, b.s, 0, y.s, 0, left_shift=15), activation_range_s16(node.attrs.act, y.s)
+
+
+def s16_args(node: Node, graph: Graph) -> list[CArg]:
+    """Arguments of ecc_add_s16 (portable/add_s16.c.j2): no offsets (zero points are 0)."""
+    p, (lo, hi) = params_s16(node, graph)
+    ints = [p.input1_mult, p.input1_shift, p.input2_mult, p.input2_shift, p.left_shift, p.output_mult,
+            p.output_shift, lo, hi, graph.t(node.outputs[0]).size]
+    return [*map(CArg.lit, ints), CArg("act", node.inputs[0]), CArg("act", node.inputs[1]),
+            CArg("act", node.outputs[0])]
 
 
 # ---- IR glue: attrs, shapes, float semantics, kernel call -----------------------------------
@@ -56,7 +86,8 @@ class Add(OpDef):
     # the flat kernel allows output == either input; broadcast shapes take the strided kernel;
     # ISA variants: toolchain/isa/
     variants = (*rounding_twins(portable("add", applies=lambda n, g: not needs_broadcast(n, g), inplace_inputs=(0, 1))),
-                *rounding_twins(portable("add_broadcast", applies=needs_broadcast, args=lambda n, g: _broadcast_args(n, g))))
+                *rounding_twins(portable("add_broadcast", applies=needs_broadcast, args=lambda n, g: _broadcast_args(n, g))),
+                portable_s16("add", applies=lambda n, g: not needs_broadcast(n, g), args=s16_args, inplace_inputs=(0, 1)))
 
     def infer_shapes(self, node: Node, graph: Graph) -> list[tuple[int, ...]]:
         return [broadcast_shape(node, graph)]
@@ -70,6 +101,10 @@ class Add(OpDef):
     def reference_s8(self, node: Node, graph: Graph, ins: list[np.ndarray]) -> list[np.ndarray]:
         p, (lo, hi) = params(node, graph)
         return [add_s8(ins[0], ins[1], p, lo, hi)]
+
+    def reference_s16(self, node: Node, graph: Graph, ins: list[np.ndarray]) -> list[np.ndarray]:
+        p, (lo, hi) = params_s16(node, graph)
+        return [add_s16(ins[0], ins[1], p, lo, hi)]
 
     def kernel_args(self, node: Node, graph: Graph) -> list[CArg]:
         p, (lo, hi) = params(node, graph)

@@ -12,11 +12,12 @@ from __future__ import annotations
 import numpy as np
 
 from toolchain.ops.fixed_point import requantize_weighted_s8, wrap_int32
+from toolchain.ops.quant16 import requantize_s16, weighted_requant_s16
 from dataclasses import dataclass
 from toolchain.ir import Graph, Node
 from toolchain.ops.common import (NO_ACT, Window, apply_act_f32, conv_f32, filter_offset, quantize_bias, quantize_weights,
                                   weight_zero_point_reason, weighted_requant)
-from toolchain.ops.registry import CArg, Cost, OpDef, portable, rounding_twins, register
+from toolchain.ops.registry import CArg, Cost, OpDef, portable, portable_s16, rounding_twins, register
 
 
 def _check_geometry(x: np.ndarray, kernel: tuple[int, int], stride, pad, dilation, out_hw) -> None:
@@ -69,18 +70,20 @@ def conv2d_s8(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, *, stride=(
     with a zero point (onnxruntime U8U8, as ONNX QLinearConv computes) otherwise. Taps outside the
     input add nothing whatever the offsets (x + input_offset is 0 there).
     """
-    if w.ndim != 4:
-        raise ValueError(f"weights must be OHWI (4-D), got shape {w.shape}")
-    cout, kh, kw, cg = w.shape
-    if x.ndim != 4 or cg < 1 or x.shape[3] % cg:
-        raise ValueError(f"input channels {x.shape[-1] if x.ndim else '?'} not a multiple of weight channels {cg}")
-    groups = x.shape[3] // cg
-    if cout % groups:
-        raise ValueError(f"output channels {cout} not divisible by groups {groups}")
-    if bias is not None and np.shape(bias) != (cout,):
-        raise ValueError(f"bias shape {np.shape(bias)} != ({cout},)")
+    conv2d_s8_checks(x, w, bias)
+    cout = w.shape[0]
     mult, shift = as_per_channel(out_mult, cout, "out_mult"), as_per_channel(out_shift, cout, "out_shift")
+    acc = conv2d_acc(x, w, bias, stride=stride, pad=pad, dilation=dilation, out_hw=out_hw,
+                     input_offset=input_offset, filter_offset=filter_offset)
+    return requantize_weighted_s8(wrap_int32(acc), mult, shift, output_offset, act_min, act_max)
 
+
+def conv2d_acc(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, *, stride, pad, dilation, out_hw,
+               input_offset: int = 0, filter_offset: int = 0) -> np.ndarray:
+    """The exact accumulators of conv2d_s8 / conv2d_s16 as int64 [N, OH, OW, Cout] (not wrapped):
+    sum (w + filter_offset) * (x + input_offset) over the taps inside the input, + bias."""
+    cout, kh, kw, cg = w.shape
+    groups = x.shape[3] // cg
     p = im2col_s8_offset(x, (kh, kw), stride=stride, pad=pad, dilation=dilation, out_hw=out_hw,
                          input_offset=input_offset)
     n, oh, ow = p.shape[:3]
@@ -92,7 +95,33 @@ def conv2d_s8(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, *, stride=(
     acc = acc.transpose(1, 0, 2).reshape(n, oh, ow, cout).astype(np.int64)
     if bias is not None:
         acc = acc + np.asarray(bias, np.int64)
-    return requantize_weighted_s8(wrap_int32(acc), mult, shift, output_offset, act_min, act_max)
+    return acc
+
+
+def conv2d_s16(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, *, stride=(1, 1), pad=(0, 0),
+               dilation=(1, 1), out_hw, out_mult, out_shift, act_min: int = -32768, act_max: int = 32767) -> np.ndarray:
+    """16x8 grouped 2-D convolution (TFLite 16x8 spec, TFLM reference_integer_ops::ConvPerChannel on
+    int16 with an int64 bias): x int16 [N, H, W, Cin] (zero point 0: no offset), w int8 OHWI, bias
+    int64 [Cout] or None; acc = sum w * x + bias in int64, then quant16.requantize_s16 (the 64-bit
+    MultiplyByQuantizedMultiplier, clamp) -> int16 [N, OH, OW, Cout]. Geometry as conv2d_s8."""
+    conv2d_s8_checks(x, w, bias)
+    cout = w.shape[0]
+    mult, shift = as_per_channel(out_mult, cout, "out_mult"), as_per_channel(out_shift, cout, "out_shift")
+    acc = conv2d_acc(x, w, bias, stride=stride, pad=pad, dilation=dilation, out_hw=out_hw)
+    return requantize_s16(acc, mult, shift, act_min, act_max)
+
+
+def conv2d_s8_checks(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None) -> None:
+    """The shape checks of conv2d_s8 / conv2d_s16 (ValueError naming the mismatch)."""
+    if w.ndim != 4:
+        raise ValueError(f"weights must be OHWI (4-D), got shape {w.shape}")
+    cout, _, _, cg = w.shape
+    if x.ndim != 4 or cg < 1 or x.shape[3] % cg:
+        raise ValueError(f"input channels {x.shape[-1] if x.ndim else '?'} not a multiple of weight channels {cg}")
+    if cout % (x.shape[3] // cg):
+        raise ValueError(f"output channels {cout} not divisible by groups {x.shape[3] // cg}")
+    if bias is not None and np.shape(bias) != (cout,):
+        raise ValueError(f"bias shape {np.shape(bias)} != ({cout},)")
 
 
 # ---- IR glue: attrs, shapes, float semantics, quantization, kernel call ---------------------
@@ -113,11 +142,32 @@ def s8_kwargs(node: Node, graph: Graph) -> dict:
                 filter_offset=filter_offset(node, graph), **weighted_requant(node, graph, out_axis=0))
 
 
+def s16_kwargs(node: Node, graph: Graph) -> dict:
+    """conv2d_s16's keyword arguments for a 16x8 Conv2D node (geometry, quant16.weighted_requant_s16)."""
+    win = node.attrs.window
+    return dict(stride=win.stride, pad=win.pads[:2], dilation=win.dilation, out_hw=graph.t(node.outputs[0]).shape[1:3],
+                **weighted_requant_s16(node, graph, out_axis=0))
+
+
+def s16_args(node: Node, graph: Graph) -> list[CArg]:
+    """Arguments of ecc_conv2d_s16 (portable/conv2d_s16.c.j2): conv2d_s8's without the offsets."""
+    k = s16_kwargs(node, graph)
+    x, w, y = graph.t(node.inputs[0]), graph.t(node.inputs[1]), graph.t(node.outputs[0])
+    ints = [*k["stride"], *k["pad"], *k["dilation"], k["act_min"], k["act_max"]]
+    return [*map(CArg.lit, ints), CArg("array", k["out_mult"], "mult"), CArg("array", k["out_shift"], "shift"),
+            *map(CArg.lit, x.shape), CArg("act", x.name), *map(CArg.lit, w.shape[1:]), CArg("const", w.name),
+            CArg("const", node.inputs[2]), *map(CArg.lit, y.shape[1:]), CArg("act", y.name)]
+
+
+
+
 @register("CONV2D", "Conv2D")
 class Conv2D(OpDef):
     weight_out_axis = 0  # bias_fit: weights [Cout, ...]
     weight_zero_point = True  # per-tensor, as filter_offset (onnxruntime uint8 weights, TFLite FC)
-    variants = rounding_twins(portable("conv2d"))  # ISA variants: toolchain/isa/
+    # ISA variants: toolchain/isa/; 16x8 (int16 activations): portable only
+    variants = (*rounding_twins(portable("conv2d")),
+                portable_s16("conv2d", args=s16_args))
 
     def infer_shapes(self, node: Node, graph: Graph) -> list[tuple[int, ...]]:
         n, h, w, cin = graph.t(node.inputs[0]).shape
@@ -136,6 +186,9 @@ class Conv2D(OpDef):
 
     def reference_s8(self, node: Node, graph: Graph, ins: list[np.ndarray]) -> list[np.ndarray]:
         return [conv2d_s8(ins[0], ins[1], ins[2], **s8_kwargs(node, graph))]
+
+    def reference_s16(self, node: Node, graph: Graph, ins: list[np.ndarray]) -> list[np.ndarray]:
+        return [conv2d_s16(ins[0], ins[1], ins[2], **s16_kwargs(node, graph))]
 
     def isa_why_not(self, node: Node, graph: Graph) -> str | None:
         return weight_zero_point_reason(node, graph)

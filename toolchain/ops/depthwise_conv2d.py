@@ -11,11 +11,12 @@ import numpy as np
 
 from toolchain.ops.conv2d import as_per_channel, im2col_s8_offset
 from toolchain.ops.fixed_point import requantize_weighted_s8, wrap_int32
+from toolchain.ops.quant16 import requantize_s16, weighted_requant_s16
 from dataclasses import dataclass
 from toolchain.ir import Graph, Node
 from toolchain.ops.common import (NO_ACT, Window, apply_act_f32, conv_f32, filter_offset, quantize_bias, quantize_weights,
                                   weight_zero_point_reason, weighted_requant)
-from toolchain.ops.registry import CArg, Cost, OpDef, portable, rounding_twins, register
+from toolchain.ops.registry import CArg, Cost, OpDef, portable, portable_s16, rounding_twins, register
 
 
 def depthwise_conv2d_s8(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, *, stride=(1, 1),
@@ -41,14 +42,32 @@ def depthwise_conv2d_s8(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, *
     if bias is not None and np.shape(bias) != (cout,):
         raise ValueError(f"bias shape {np.shape(bias)} != ({cout},)")
     m, s = as_per_channel(out_mult, cout, "out_mult"), as_per_channel(out_shift, cout, "out_shift")
+    acc = _acc(x, w, bias, stride, pad, dilation, out_hw, mult, input_offset, filter_offset)
+    return requantize_weighted_s8(wrap_int32(acc), m, s, output_offset, act_min, act_max)
 
+
+def _acc(x, w, bias, stride, pad, dilation, out_hw, mult: int, input_offset: int, filter_offset: int) -> np.ndarray:
+    """Exact int64 accumulators [N, OH, OW, Cout] of a depthwise convolution (+ bias), not wrapped."""
+    _, kh, kw, cout = w.shape
     p = im2col_s8_offset(x, (kh, kw), stride=stride, pad=pad, dilation=dilation, out_hw=out_hw,
                          input_offset=input_offset)                      # [N, OH, OW, KH, KW, Cin]
-    wk = w.reshape(kh, kw, cin, mult).astype(np.int64) + int(filter_offset)
+    wk = w.reshape(kh, kw, x.shape[3], mult).astype(np.int64) + int(filter_offset)
     acc = np.einsum("nhwijc,ijcm->nhwcm", p, wk).reshape(p.shape[:3] + (cout,))
-    if bias is not None:
-        acc = acc + np.asarray(bias, np.int64)
-    return requantize_weighted_s8(wrap_int32(acc), m, s, output_offset, act_min, act_max)
+    return acc + np.asarray(bias, np.int64) if bias is not None else acc
+
+
+def depthwise_conv2d_s16(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, *, stride=(1, 1), pad=(0, 0),
+                         dilation=(1, 1), out_hw, depth_multiplier: int, out_mult, out_shift,
+                         act_min: int = -32768, act_max: int = 32767) -> np.ndarray:
+    """16x8 depthwise convolution (TFLite 16x8 spec, TFLM reference_integer_ops::DepthwiseConvPerChannel
+    on int16, int64 bias): x int16 [N, H, W, Cin] (zero point 0), w int8 [1, KH, KW, Cin*mult], bias
+    int64 [Cout] or None; acc = sum w * x + bias in int64, quant16.requantize_s16 -> int16."""
+    if w.ndim != 4 or w.shape[0] != 1 or x.ndim != 4 or x.shape[3] * int(depth_multiplier) != w.shape[3]:
+        raise ValueError(f"depthwise input {x.shape} and weights {w.shape} (multiplier {depth_multiplier})")
+    cout = w.shape[3]
+    m, s = as_per_channel(out_mult, cout, "out_mult"), as_per_channel(out_shift, cout, "out_shift")
+    acc = _acc(x, w, bias, stride, pad, dilation, out_hw, int(depth_multiplier), 0, 0)
+    return requantize_s16(acc, m, s, act_min, act_max)
 
 
 # ---- IR glue: attrs, shapes, float semantics, quantization, kernel call ---------------------
@@ -71,11 +90,31 @@ def s8_kwargs(node: Node, graph: Graph) -> dict:
                 filter_offset=filter_offset(node, graph), **weighted_requant(node, graph, out_axis=3))
 
 
+def s16_kwargs(node: Node, graph: Graph) -> dict:
+    """depthwise_conv2d_s16's keyword arguments for a 16x8 DepthwiseConv2D node."""
+    win = node.attrs.window
+    return dict(stride=win.stride, pad=win.pads[:2], dilation=win.dilation,
+                out_hw=graph.t(node.outputs[0]).shape[1:3], depth_multiplier=node.attrs.depth_multiplier,
+                **weighted_requant_s16(node, graph, out_axis=3))
+
+
+def s16_args(node: Node, graph: Graph) -> list[CArg]:
+    """Arguments of ecc_depthwise_conv2d_s16: depthwise_conv2d_s8's without the offsets."""
+    k = s16_kwargs(node, graph)
+    x, w, y = graph.t(node.inputs[0]), graph.t(node.inputs[1]), graph.t(node.outputs[0])
+    ints = [*k["stride"], *k["pad"], *k["dilation"], k["depth_multiplier"], k["act_min"], k["act_max"]]
+    return [*map(CArg.lit, ints), CArg("array", k["out_mult"], "mult"), CArg("array", k["out_shift"], "shift"),
+            *map(CArg.lit, x.shape), CArg("act", x.name), *map(CArg.lit, w.shape[1:3]), CArg("const", w.name),
+            CArg("const", node.inputs[2]), *map(CArg.lit, y.shape[1:]), CArg("act", y.name)]
+
+
 @register("DEPTHWISE_CONV2D", "DepthwiseConv2D")
 class DepthwiseConv2D(OpDef):
     weight_out_axis = 3  # bias_fit: weights [1, KH, KW, Cout]
     weight_zero_point = True  # per-tensor, as filter_offset (onnxruntime uint8 weights, TFLite FC)
-    variants = rounding_twins(portable("depthwise_conv2d"))  # ISA variants: toolchain/isa/
+    # ISA variants: toolchain/isa/; 16x8 (int16 activations): portable only
+    variants = (*rounding_twins(portable("depthwise_conv2d")),
+                portable_s16("depthwise_conv2d", args=s16_args))
 
     def infer_shapes(self, node: Node, graph: Graph) -> list[tuple[int, ...]]:
         n, h, w, cin = graph.t(node.inputs[0]).shape
@@ -99,6 +138,9 @@ class DepthwiseConv2D(OpDef):
 
     def reference_s8(self, node: Node, graph: Graph, ins: list[np.ndarray]) -> list[np.ndarray]:
         return [depthwise_conv2d_s8(ins[0], ins[1], ins[2], **s8_kwargs(node, graph))]
+
+    def reference_s16(self, node: Node, graph: Graph, ins: list[np.ndarray]) -> list[np.ndarray]:
+        return [depthwise_conv2d_s16(ins[0], ins[1], ins[2], **s16_kwargs(node, graph))]
 
     def isa_why_not(self, node: Node, graph: Graph) -> str | None:
         return weight_zero_point_reason(node, graph)

@@ -283,11 +283,11 @@ class AddParams:
     output_shift: int
 
 
-def add_params(s1: float, z1: int, s2: float, z2: int, s_out: float, z_out: int) -> AddParams:
-    """TFLite int8 ADD Prepare: both inputs shifted left by 20 and rescaled by s_i / (2 max(s1,s2));
-    the sum is rescaled by 2 max(s1,s2) / (2^20 s_out). That last factor may be >= 1 (BL-02):
+def add_params(s1: float, z1: int, s2: float, z2: int, s_out: float, z_out: int, left_shift: int = 20) -> AddParams:
+    """TFLite int8 ADD Prepare: both inputs shifted left by 20 (15 for int16 outputs, TFLM
+    add_common.cc) and rescaled by s_i / (2 max(s1,s2)); the sum is rescaled by
+    2 max(s1,s2) / (2^left_shift s_out). That last factor may be >= 1 (BL-02):
     TFLite aborts there (QuantizeMultiplierSmallerThanOneExp); we give it a positive shift."""
-    left_shift = 20
     twice_max = 2.0 * max(float(s1), float(s2))
     m1, sh1 = quantize_multiplier(float(s1) / twice_max)
     m2, sh2 = quantize_multiplier(float(s2) / twice_max)
@@ -338,10 +338,10 @@ def softmax_params(input_scale: float, beta: float = 1.0) -> SoftmaxParams:
     return SoftmaxParams(mult, left_shift, -radius)
 
 
-def activation_range(act, scale: float, zero_point: int) -> tuple[int, int]:
-    """TFLite CalculateActivationRangeQuantized for int8: bounds zp + round(b / scale) (float32
-    division, rounding half away from zero; ties to even under rounding "onnx") intersected with
-    [-128, 127].
+def activation_range(act, scale: float, zero_point: int, qmin: int = -128, qmax: int = 127) -> tuple[int, int]:
+    """TFLite CalculateActivationRangeQuantized: bounds zp + round(b / scale) (float32 division,
+    rounding half away from zero; ties to even under rounding "onnx") intersected with the output
+    type's [qmin, qmax] (int8 by default; int16 for 16x8, quant16.activation_range_s16).
     act: 'none' | 'relu' | 'relu6' | 'relu_n1_to_1' | (lo, hi) real bounds (+-inf allowed)."""
     named = {"none": (-math.inf, math.inf), "relu": (0.0, math.inf), "relu6": (0.0, 6.0),
              "relu_n1_to_1": (-1.0, 1.0)}
@@ -357,8 +357,8 @@ def activation_range(act, scale: float, zero_point: int) -> tuple[int, int]:
         r = float(np.float32(v) / np.float32(scale))  # TFLite divides in float
         return float(round_half(r)) if math.isfinite(r) else r  # ties away ("tflm") or to even ("onnx")
 
-    act_min = -128 if lo == -math.inf else max(-128, min(127, zero_point + q(lo)))
-    act_max = 127 if hi == math.inf else min(127, max(-128, zero_point + q(hi)))
+    act_min = qmin if lo == -math.inf else max(qmin, min(qmax, zero_point + q(lo)))
+    act_max = qmax if hi == math.inf else min(qmax, max(qmin, zero_point + q(hi)))
     return int(act_min), int(act_max)
 
 

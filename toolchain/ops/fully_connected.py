@@ -10,11 +10,12 @@ from __future__ import annotations
 import numpy as np
 
 from toolchain.ops.fixed_point import requantize_weighted_s8, wrap_int32
+from toolchain.ops.quant16 import requantize_s16, weighted_requant_s16
 from dataclasses import dataclass
 from toolchain.ir import Graph, Node
 from toolchain.ops.common import (NO_ACT, apply_act_f32, filter_offset, quantize_bias, quantize_weights,
                                   weight_zero_point_reason, weighted_requant)
-from toolchain.ops.registry import CArg, Cost, OpDef, portable, rounding_twins, register
+from toolchain.ops.registry import CArg, Cost, OpDef, portable, portable_s16, rounding_twins, register
 
 
 def fully_connected_s8(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, *, input_offset: int,
@@ -35,13 +36,29 @@ def fully_connected_s8(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, *,
     mult, shift = np.asarray(out_mult, np.int64).reshape(-1), np.asarray(out_shift, np.int64).reshape(-1)
     if mult.size not in (1, o) or shift.size != mult.size:
         raise ValueError(f"out_mult/out_shift need 1 or {o} entries, got {mult.size}/{shift.size}")
+    acc = _acc(x, w, bias, input_offset, filter_offset)
+    return requantize_weighted_s8(wrap_int32(acc), mult, shift, output_offset, act_min, act_max)
+
+
+def _acc(x: np.ndarray, w: np.ndarray, bias, input_offset: int, filter_offset: int) -> np.ndarray:
+    """Exact int64 accumulators [B, O]: (x + input_offset) @ (w + filter_offset).T + bias, not wrapped."""
     xa = x.astype(np.float64) + int(input_offset)
     wa = w.astype(np.float64) + int(filter_offset)
     # float64 matmul is exact here: integer operands, every partial sum far below 2^53.
     acc = (xa @ wa.T).astype(np.int64)
-    if bias is not None:
-        acc = acc + np.asarray(bias, np.int64)
-    return requantize_weighted_s8(wrap_int32(acc), mult, shift, output_offset, act_min, act_max)
+    return acc + np.asarray(bias, np.int64) if bias is not None else acc
+
+
+def fully_connected_s16(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, *, out_mult, out_shift,
+                        act_min: int = -32768, act_max: int = 32767) -> np.ndarray:
+    """16x8 fully connected (TFLite 16x8 spec, TFLM reference_integer_ops::FullyConnected[PerChannel]
+    on int16 with an int64 bias): x int16 [B, K] (zero point 0), w int8 [O, K] (symmetric), bias
+    int64 [O] or None; acc = x @ w.T + bias in int64, quant16.requantize_s16 with out_mult/out_shift
+    of length O or 1 -> int16 [B, O]."""
+    if x.ndim != 2 or w.ndim != 2 or x.shape[1] != w.shape[1]:
+        raise ValueError(f"fully connected needs x [B, K] and w [O, K], got {x.shape} and {w.shape}")
+    mult, shift = np.asarray(out_mult, np.int64).reshape(-1), np.asarray(out_shift, np.int64).reshape(-1)
+    return requantize_s16(_acc(x, w, bias, 0, 0), mult, shift, act_min, act_max)
 
 
 # ---- IR glue: attrs, shapes, float semantics, quantization, kernel call ---------------------
@@ -63,11 +80,23 @@ def s8_kwargs(node: Node, graph: Graph) -> dict:
     return dict(filter_offset=filter_offset(node, graph), **weighted_requant(node, graph, out_axis=0))
 
 
+def s16_args(node: Node, graph: Graph) -> list[CArg]:
+    """Arguments of ecc_fully_connected_s16 (portable/fully_connected_s16.c.j2): per-channel
+    requantization arrays (a per-tensor weight scale broadcast), no offsets."""
+    k = weighted_requant_s16(node, graph, out_axis=0)
+    x, w, y = graph.t(node.inputs[0]), graph.t(node.inputs[1]), graph.t(node.outputs[0])
+    return [CArg.lit(k["act_min"]), CArg.lit(k["act_max"]), CArg("array", k["out_mult"], "mult"),
+            CArg("array", k["out_shift"], "shift"), *map(CArg.lit, x.shape), CArg("act", x.name),
+            CArg("const", w.name), CArg("const", node.inputs[2]), CArg.lit(y.shape[1]), CArg("act", y.name)]
+
+
 @register("FULLY_CONNECTED", "FullyConnected")
 class FullyConnected(OpDef):
     weight_out_axis = 0  # bias_fit: weights [Cout, ...]
     weight_zero_point = True  # per-tensor, as filter_offset (onnxruntime uint8 weights, TFLite FC)
-    variants = rounding_twins(portable("fully_connected"))  # ISA variants: toolchain/isa/
+    # ISA variants: toolchain/isa/; 16x8 (int16 activations): portable only
+    variants = (*rounding_twins(portable("fully_connected")),
+                portable_s16("fully_connected", args=s16_args))
 
     def infer_shapes(self, node: Node, graph: Graph) -> list[tuple[int, ...]]:
         b, k = graph.t(node.inputs[0]).shape
@@ -88,6 +117,10 @@ class FullyConnected(OpDef):
 
     def reference_s8(self, node: Node, graph: Graph, ins: list[np.ndarray]) -> list[np.ndarray]:
         return [fully_connected_s8(ins[0], ins[1], ins[2], **s8_kwargs(node, graph))]
+
+    def reference_s16(self, node: Node, graph: Graph, ins: list[np.ndarray]) -> list[np.ndarray]:
+        k = weighted_requant_s16(node, graph, out_axis=0)
+        return [fully_connected_s16(ins[0], ins[1], ins[2], **k)]
 
     def isa_why_not(self, node: Node, graph: Graph) -> str | None:
         return weight_zero_point_reason(node, graph)

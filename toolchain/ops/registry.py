@@ -146,6 +146,38 @@ class KernelVariant:
     # not a multiple of 4"), for report.json's per-op `kernel_reason` and the terminal; None when it
     # applies or has no reason to give. Called only for variants that were not chosen.
     why_not: Callable[[Node, Graph], str | None] | None = None
+    # The activation type the kernel computes in: "s8" (int8, every kernel but the 16x8 ones) or
+    # "s16" (int16 activations, int8 weights: TFLite 16x8). register / add_variants make `applies`
+    # refuse nodes of the other type (kernel_dtype), so no int8 kernel ever runs an int16 node.
+    dtype: str = "s8"
+
+
+def kernel_dtype(node: Node, graph: Graph) -> str:
+    """"s16" for a node reading or writing an int16 activation (16x8), else "s8"."""
+    from toolchain.ops.quant16 import is_s16
+
+    return "s16" if is_s16(node, graph) else "s8"
+
+
+def _dtype_guarded(v: KernelVariant) -> KernelVariant:
+    """`v` applying only to nodes of its activation type; its why_not names the type otherwise."""
+    if getattr(v.applies, "dtype_guard", False):
+        return v
+    inner_applies, inner_why = v.applies, v.why_not
+
+    def applies(node: Node, graph: Graph) -> bool:
+        return kernel_dtype(node, graph) == v.dtype and inner_applies(node, graph)
+
+    def why_not(node: Node, graph: Graph) -> str | None:
+        if kernel_dtype(node, graph) != v.dtype:
+            return "no kernel for int16 activations (16x8) yet" if v.dtype == "s8" else "int8 activations"
+        return inner_why(node, graph) if inner_why else None
+
+    applies.dtype_guard = True  # type: ignore[attr-defined]
+    for attr in ("tflm_only",):  # lower.kernel_reasons reads these marks off `applies`
+        if getattr(inner_applies, attr, False):
+            setattr(applies, attr, True)
+    return replace(v, applies=applies, why_not=why_not)
 
 
 @dataclass(frozen=True)
@@ -190,6 +222,11 @@ class OpDef:
         """Bit-exact int8 semantics (TFLite int8 spec, TFLM reference kernels)."""
         raise NotImplementedError
 
+    def reference_s16(self, node: Node, graph: Graph, ins: list[np.ndarray]) -> list[np.ndarray]:
+        """Bit-exact semantics of a node with int16 activations (TFLite 16x8 spec, TFLM reference
+        kernels); only the ops the TFLite frontend maps in 16x8 have one (see quant16.py)."""
+        raise NotImplementedError(f"{self.kind.value}: no int16 (16x8) reference")
+
     def kernel_args(self, node: Node, graph: Graph) -> list[CArg]:
         """Arguments of the C kernel call after the scratch pointer, in the kernel's order."""
         raise NotImplementedError
@@ -220,6 +257,7 @@ def register(name: str, value: str) -> Callable[[type[OpDef]], type[OpDef]]:
         if kind in REGISTRY:
             raise ValueError(f"{kind!r} is registered twice ({type(REGISTRY[kind]).__name__}, {cls.__name__})")
         cls.kind = kind
+        cls.variants = tuple(_dtype_guarded(v) for v in cls.variants)
         REGISTRY[kind] = cls()
         return cls
 
@@ -231,7 +269,7 @@ def add_variants(kind: OpKind, *variants: KernelVariant) -> None:
     variants keep the order given (lowering takes the first that applies); the op module's own
     (portable) variants are not affected."""
     op = REGISTRY[kind]
-    op.variants = (*op.variants, *(_guarded(op, v) for v in variants))
+    op.variants = (*op.variants, *(_dtype_guarded(_guarded(op, v)) for v in variants))
 
 
 def _guarded(op: OpDef, v: KernelVariant) -> KernelVariant:
@@ -253,6 +291,15 @@ def opdef(node: Node) -> OpDef:
 def portable(op: str, function: str | None = None, **kw: Any) -> KernelVariant:
     """The portable C variant of an op (c_templates/kernels/portable/<op>_s8.c.j2)."""
     return KernelVariant("portable", "portable", f"portable/{op}_s8.c.j2", function or f"ecc_{op}_s8", **kw)
+
+
+def portable_s16(op: str, function: str | None = None, **kw: Any) -> KernelVariant:
+    """The portable C variant of an op in 16x8 (c_templates/kernels/portable/<op>_s16.c.j2): int16
+    activations, int8 weights, int64 biases; chosen only for nodes with int16 activations. The
+    kernel may include ecc_fixed_point_s16.h (the 64-bit requantization), shipped with it."""
+    headers = ("portable/ecc_fixed_point_s16.h", *kw.pop("headers", ()))
+    return KernelVariant("portable_s16", "portable", f"portable/{op}_s16.c.j2", function or f"ecc_{op}_s16",
+                         dtype="s16", headers=headers, **kw)
 
 
 def tflm_only(applies: Callable[[Node, Graph], bool]) -> Callable[[Node, Graph], bool]:

@@ -38,6 +38,7 @@ class Reshape(OpDef):
         return [ins[0].reshape(node.attrs.shape)]
 
     reference_s8 = reference_f32
+    reference_s16 = reference_f32  # a view: int16 bytes (16x8) as they are
 
     def output_qparams(self, node, graph, observed):
         return graph.t(node.inputs[0]).quant  # a view cannot change the quantization

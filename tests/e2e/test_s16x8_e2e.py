@@ -1,0 +1,44 @@
+"""16x8 through the whole job (`edgecc run`, generated C, the board, the TFLM oracle): a small conv net
+with int16 activations, int8 weights and int64 biases between a float QUANTIZE and a float DEQUANTIZE
+(tests/ops/tflite16_cases.net16: CONV_2D relu, DEPTHWISE_CONV_2D stride 2 relu6, CONV_2D 1x1, a
+residual ADD, FULLY_CONNECTED), some layers saturating. The board must equal our interpreter and TFLM
+bit for bit, on the host and on the Cortex-M4 (mps2-an386, whose DSP kernels must step aside: int8 only)."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from e2e_helpers import finish
+
+_OPS = str(Path(__file__).resolve().parents[1] / "ops")
+if _OPS not in sys.path:
+    sys.path.append(_OPS)
+
+from tflite16_cases import net16
+
+
+@pytest.mark.parametrize("board", ["host", "mps2-an386"])
+def test_16x8_conv_net_bit_exact_with_tflm(tmp_path, edgecc, need_board, board):
+    pytest.importorskip("tflite_micro", reason="tflite-micro (the TFLM oracle) is not installed")
+    need_board(board)
+    model, samples = net16()
+    (tmp_path / "m.tflite").write_bytes(model)
+    np.savez(tmp_path / "data.npz", t0=samples)
+    res = edgecc("run", "--model", tmp_path / "m.tflite", "--board", board, "--verify", tmp_path / "data.npz",
+                 "--out", tmp_path / "out", "--quiet")
+    job = finish(res, tmp_path / "out")
+    r = job.report
+    assert r is not None and job.code == 0 and r["status"] == "pass", (job.err, r and r["verification"])
+    v = r["verification"]
+    assert v["bit_exact"] and v["tflm_bit_exact"] is True and v["samples"] == 4, v.get("tflm")
+    ops = r["ops"]
+    assert [op["op_type"] for op in ops] == ["Quantize", "Conv2D", "DepthwiseConv2D", "Conv2D", "Add",
+                                              "FullyConnected", "Dequantize"]
+    assert {op["kernel"] for op in ops} == {"portable_s16"}
+    if board == "mps2-an386":  # the M4 prefers its DSP kernels; they are int8 only and say so
+        conv = next(op for op in ops if op["op_type"] == "Conv2D")
+        assert "int16 activations (16x8)" in conv["kernel_reason"]
+    # int16 buffers: the arena holds 2-byte activations (the live peak is conv 1's input + output)
+    assert r["arena_bytes"] >= 2 * (8 * 8 * 3 + 8 * 8 * 8)
