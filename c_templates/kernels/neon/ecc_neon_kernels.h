@@ -193,6 +193,14 @@ int ecc_neon_minimum_s8(int8_t *scratch,
 /* lut: the portable arguments (a 256-entry int8 table; neon/lut_s8.c.j2) */
 int ecc_neon_lut_s8(int8_t *scratch, const int8_t *table, int32_t size, const int8_t *input, int8_t *output);
 
+/* gather: the portable arguments (runs of rows, or the byte offsets of a short row; neon/gather_s8.c.j2) */
+int ecc_neon_gather_s8(int8_t *scratch, int32_t n_runs, const int32_t *runs, int32_t n_short, const int32_t *bytes,
+    int32_t outer, int32_t dim, int32_t inner, const int8_t *input, int8_t *output);
+
+/* scatter_channels: the portable arguments (neon/scatter_channels_s8.c.j2); output may be base */
+int ecc_neon_scatter_channels_s8(int8_t *scratch, int32_t outer, int32_t c, int32_t n, const int32_t *channels,
+    const int8_t *base, const int8_t *update, int8_t *output);
+
 /* rounding: onnx twins of the kernels with a requantization epilogue or a rounding division:
  * `<name>_onnx`, the same arguments, the same source (c_templates/kernels/neon/ecc_neon_requant.h:
  * ecc_neon_rq_f32 for Conv / depthwise / FC, whose `qparams` blob comes from qblob(onnx=True) in
