@@ -178,3 +178,44 @@ def lut_cases(isa: str, rng: np.random.Generator) -> list[Case]:
         cases.append(case(f"lut{i}_{n}-lut", f"{prefix(isa)}lut_s8", args, {"input": x}, "output", 0,
                           table[x.astype(np.int64) + 128]))
     return cases
+
+
+# (outer, dim, inner, indices): the table form with several short rows per store (RGB widened to 4),
+# one row per store, rows of 17..64 bytes (2..4 stores, the last overlapping), tables of 1..4
+# registers, spans over 64 bytes (the byte loop), rows over 64 bytes (vector runs, runs of 1..15
+# bytes writing past their end), inner > 1, tails of every length, a single pixel
+GATHER_SHAPES = [
+    (9216 // 64, 3, 1, (0, 1, 2, 1)), (37, 3, 1, (0, 1, 2, 1)), (5, 3, 1, (2, 0)), (23, 16, 1, (8, 8)),
+    (41, 16, 1, (*range(16), *range(4))), (29, 48, 1, (*range(48), *range(8))), (31, 8, 1, (*range(8), 0, 1, 2, 3)),
+    (19, 48, 1, (22, 47, 22, 47)), (17, 48, 1, (0, 47, 3, 45, 10, 11)), (13, 96, 1, (*range(96), 10, 45, *range(6))),
+    (11, 144, 1, (5, 140)), (7, 144, 1, (*range(144), 3, 143, 0, 1, 2, 3, 4, 5)), (1, 24, 1, (*range(24), 0, 1, 2, 3)),
+    (2, 16, 1, tuple(range(16))), (27, 6, 2, (5, 0, 0)), (9, 5, 4, (4, 3, 2, 1, 0)), (21, 70, 1, tuple(range(64))),
+    (15, 64, 1, (63, 0, *range(16, 30))), (33, 20, 3, (19, 0, 1, 2, 7)), (3, 1, 16, (0, 0, 0, 0, 0)),
+]
+# (outer, c, channels): one and two channels (8 / 4 pixels per vector, tails), more (per pixel)
+SCATTER_SHAPES = [(2304 // 16, 16, (8,)), (37, 48, (0,)), (7, 96, (95,)), (1, 16, (3,)), (41, 48, (22, 47)),
+                  (6, 144, (143, 0)), (3, 8, (1, 5)), (19, 192, (7, 100, 33)), (5, 16, tuple(range(0, 16, 2)))]
+
+
+def copy_cases(isa: str, rng: np.random.Generator) -> list[Case]:
+    """ecc_<isa>_gather_s8 over GATHER_SHAPES and ecc_<isa>_scatter_channels_s8 over SCATTER_SHAPES
+    (output a separate buffer: the memcpy of base, then the scatter), random int8 data, the ops'
+    own argument lists (ops.gather.gather_args, ops.scatter_channels.scatter_args); expected: numpy
+    take / the reference scatter."""
+    from toolchain.ops.gather import gather_args
+    from toolchain.ops.scatter_channels import scatter_args, scatter_channels
+
+    cases: list[Case] = []
+    for i, (outer, dim, inner, indices) in enumerate(GATHER_SHAPES):
+        x = rng.integers(-128, 128, (outer, dim, inner), dtype=np.int8)
+        cases.append(case(f"gather{i}_{outer}x{dim}x{inner}_{len(indices)}-gather", f"{prefix(isa)}gather_s8",
+                          gather_args(outer, dim, inner, indices, "input", "output"), {"input": x}, "output", 0,
+                          np.take(x, list(indices), axis=1)))
+    for i, (outer, c, channels) in enumerate(SCATTER_SHAPES):
+        base = rng.integers(-128, 128, (outer, c), dtype=np.int8)
+        upd = rng.integers(-128, 128, (outer, len(channels)), dtype=np.int8)
+        cases.append(case(f"scatter{i}_{outer}x{c}_{len(channels)}-scatter_channels",
+                          f"{prefix(isa)}scatter_channels_s8", scatter_args(outer, c, channels, "base", "update",
+                                                                            "output"),
+                          {"base": base, "update": upd}, "output", 0, scatter_channels(base, upd, channels)))
+    return cases

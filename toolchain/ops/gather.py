@@ -70,12 +70,18 @@ class Gather(OpDef):
         return graph.t(node.inputs[0]).quant  # a copy of elements: the quantization cannot change
 
     def kernel_args(self, node: Node, graph: Graph) -> list[CArg]:
-        outer, dim, inner = _geometry(node, graph)
-        runs = np.array(index_runs(node.attrs.indices), np.int32).reshape(-1)
-        row = len(node.attrs.indices) * inner
-        short = row < SHORT_ROW  # byte offsets within a slice: the kernel's per-byte path
-        idx = np.array(node.attrs.indices, np.int32)
-        offs = (idx[:, None] * inner + np.arange(inner, dtype=np.int32)).reshape(-1) if short else np.zeros(1, np.int32)
-        return [CArg.lit(len(runs) // 2), CArg("array", runs, "runs"), CArg.lit(row if short else 0),
-                CArg("array", offs, "bytes"), CArg.lit(outer), CArg.lit(dim), CArg.lit(inner),
-                CArg("act", node.inputs[0]), CArg("act", node.outputs[0])]
+        return gather_args(*_geometry(node, graph), node.attrs.indices, node.inputs[0], node.outputs[0])
+
+
+def gather_args(outer: int, dim: int, inner: int, indices, x: str, y: str) -> list[CArg]:
+    """The gather_s8 argument list (every ISA's) for an input [outer][dim][inner] (activation x) and
+    row indices in [0, dim), output y: the runs of consecutive indices, and for an output row
+    shorter than SHORT_ROW bytes its byte offsets within a slice."""
+    runs = np.array(index_runs(tuple(indices)), np.int32).reshape(-1)
+    row = len(indices) * inner
+    short = row < SHORT_ROW  # byte offsets within a slice: the kernel's per-byte path
+    idx = np.array(indices, np.int32)
+    offs = (idx[:, None] * inner + np.arange(inner, dtype=np.int32)).reshape(-1) if short else np.zeros(1, np.int32)
+    return [CArg.lit(len(runs) // 2), CArg("array", runs, "runs"), CArg.lit(row if short else 0),
+            CArg("array", offs, "bytes"), CArg.lit(outer), CArg.lit(dim), CArg.lit(inner),
+            CArg("act", x), CArg("act", y)]

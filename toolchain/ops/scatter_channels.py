@@ -48,7 +48,13 @@ class ScatterChannels(OpDef):
 
     def kernel_args(self, node: Node, graph: Graph) -> list[CArg]:
         base = graph.t(node.inputs[0])
-        ch = np.array(node.attrs.channels, np.int32)
-        return [CArg.lit(base.size // base.shape[-1]), CArg.lit(base.shape[-1]), CArg.lit(len(ch)),
-                CArg("array", ch, "channels"), CArg("act", node.inputs[0]), CArg("act", node.inputs[1]),
-                CArg("act", node.outputs[0])]
+        return scatter_args(base.size // base.shape[-1], base.shape[-1], node.attrs.channels, *node.inputs[:2],
+                            node.outputs[0])
+
+
+def scatter_args(outer: int, c: int, channels, base: str, update: str, y: str) -> list[CArg]:
+    """The scatter_channels_s8 argument list (every ISA's): base [outer][c] and update
+    [outer][len(channels)] activations, output y."""
+    ch = np.array(channels, np.int32)
+    return [CArg.lit(outer), CArg.lit(c), CArg.lit(len(ch)), CArg("array", ch, "channels"), CArg("act", base),
+            CArg("act", update), CArg("act", y)]
