@@ -112,11 +112,12 @@ def test_u8u8_mobilenet_rows_on_helium_only_bit_exact(tmp_path: Path, edgecc, ne
 @pytest.mark.skipif(not U8U8.is_file(), reason="the exported corpus is not in ../shared")
 def test_u8u8_mobilenet_copies_on_neon_bit_exact(tmp_path: Path, edgecc, need_board) -> None:
     """AArch64: every Gather / ScatterChannels around the zero-point layers runs the NEON copies
-    (toolchain/isa/copies.py), bit-exact with the interpreter, within 1.25x of the PTQ twin."""
+    (toolchain/isa/copies.py), bit-exact with the interpreter; measured 1.244x of the PTQ twin, held
+    under 1.30x (the portable copies were 1.54x) so an unrelated change of a few percent does not trip it."""
     need_board("aarch64")
     rep = _report(tmp_path, edgecc, U8U8, SHARED / "tv_mobilenet_v2_035_qdq_u8u8_pertensor.inputs.npy", "aarch64")
     v = rep["verification"]
     assert v["bit_exact"] is True and v["ort_max_abs_diff_lsb"] <= 16 and v["ort_default_max_abs_diff_lsb"] <= 3
     copies = [o for o in rep["ops"] if o["op_type"] in ("Gather", "ScatterChannels")]
     assert len(copies) >= 80 and {o["kernel"] for o in copies} == {"neon"}
-    assert rep["total_instructions"] < 1.25 * 3_674_935  # the PTQ twin's count (bench/results/qdq_models.md)
+    assert rep["total_instructions"] < 1.30 * 3_674_935  # the PTQ twin's count (bench/results/qdq_models.md)
