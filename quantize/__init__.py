@@ -32,7 +32,9 @@ def quantize(graph: Graph, calibration: Mapping[str, np.ndarray] | None, method:
              given: Mapping[str, QuantParams] | None = None,
              given_consts: Mapping[str, Tensor] | None = None) -> Graph:
     """float Graph + calibration inputs (name -> [S, *shape] float32, or None) -> int8 Graph;
-    `method` is the range observer ("mse" or "minmax", see quantize.observers).
+    `method` is the range observer (quantize.observers.METHODS: minmax, percentile, kl, mse) or
+    "auto" (quantize.auto: per-tensor methods, bias correction, cross-layer equalisation, chosen
+    out of sample inside the calibration data).
 
     given: tensor name -> the model's own per-tensor QuantParams (used instead of calibration);
     given_consts: weight/bias constant name -> Tensor with the model's quantization (see
@@ -50,7 +52,22 @@ def quantize(graph: Graph, calibration: Mapping[str, np.ndarray] | None, method:
                                    f"({node.op.value}): no int8 kernel; it could not be folded into a neighbour")
     if calibration is None and given is None:
         raise ValueError("quantize needs calibration data or the model's own quantization (given)")
+    if method == "auto" and calibration is not None and given is None:
+        from quantize.auto import auto_quantize  # the method search (it quantizes candidate graphs itself)
+        return auto_quantize(graph, calibration)
     ranges = observe_ranges(graph, calibration, method) if calibration is not None else {}
+    g = quantize_ranges(graph, ranges, given=given, given_consts=given_consts)
+    samples = len(next(iter(calibration.values()))) if calibration else 0
+    meta = {**g.meta, "calibration_method": method if calibration else None, "calibration_samples": samples}
+    return replace(g, meta=meta)
+
+
+def quantize_ranges(graph: Graph, ranges: Mapping[str, tuple[float, float]], *,
+                    given: Mapping[str, QuantParams] | None = None,
+                    given_consts: Mapping[str, Tensor] | None = None) -> Graph:
+    """quantize() with the activation ranges already chosen (tensor name -> (lo, hi) real range);
+    the same errors. Used by quantize() and by quantize.auto for its candidate graphs."""
+    where = graph.meta.get("source", graph.name)
     fixed = resolve_given(graph, given or {})
 
     def chosen(name: str) -> QuantParams | None:
@@ -78,8 +95,7 @@ def quantize(graph: Graph, calibration: Mapping[str, np.ndarray] | None, method:
             g = apply_given_consts(node, graph, g, given_consts)
         if not _own_int32_bias(node, given_consts):  # a model's own int32 bias is kept (checked in the pipeline)
             g = fit_bias(node, g, graph)
-    samples = len(next(iter(calibration.values()))) if calibration else 0
-    meta = {**g.meta, "calibration_method": method if calibration else None, "calibration_samples": samples}
+    meta = dict(g.meta)
     if given is not None:
         meta["given_quantization"] = True
         meta[GIVEN_TENSORS] = tuple(sorted(fixed))  # the tensors the model itself quantizes (profiler.numerics)

@@ -2,11 +2,11 @@
 observer per activation tensor decide its real range (quantize.observers)."""
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from quantize.observers import METHODS, Observer
+from quantize.observers import METHODS, Observer, auto_range
 from toolchain.clip import clip_text
 from toolchain.errors import InputError
 from toolchain.interpret import interpret
@@ -23,14 +23,24 @@ def _finite_activation(graph: Graph, name: str, val: np.ndarray, sample: int) ->
                          "(float32 overflow); check the data's preprocess scale, or the model's weights")
 
 
-def observe_ranges(graph: Graph, calibration: Mapping[str, np.ndarray], method: str = "mse") -> dict[str, tuple[float, float]]:
-    """Tensor name -> (lo, hi) real range; calibration[name] is [S, *input shape] float32.
+def observe_ranges(graph: Graph, calibration: Mapping[str, np.ndarray], method: str = "mse",
+                   chosen: dict[str, str] | None = None) -> dict[str, tuple[float, float]]:
+    """Tensor name -> (lo, hi) real range; calibration[name] is [S, *input shape] float32;
+    `method` one of quantize.observers.METHODS (auto: per tensor, see observers.auto_range).
 
     Graph inputs always keep their full min/max range (clipping the input helps nothing).
+    `chosen`, when given, receives tensor name -> the range method used for it.
     Raises ValueError on an unknown method or inconsistent sample counts.
     """
     if method not in METHODS:
         raise ValueError(f"unknown calibration method {method!r}; choose from {METHODS}")
+    return select_ranges(graph, collect_observers(graph, calibration), method, chosen)
+
+
+def collect_observers(graph: Graph, calibration: Mapping[str, np.ndarray]) -> dict[str, Observer]:
+    """Run the float graph over every calibration sample: activation tensor name -> its Observer
+    (one update per sample, in sample order). Raises ValueError on inconsistent sample counts,
+    InputError on a non-finite activation."""
     counts = {len(v) for v in calibration.values()}
     if len(counts) != 1 or not counts.pop():
         raise ValueError("calibration inputs must have the same, non-zero number of samples")
@@ -44,4 +54,23 @@ def observe_ranges(graph: Graph, calibration: Mapping[str, np.ndarray], method: 
                     _finite_activation(graph, name, val, i)
                     observers.setdefault(name, Observer(seed=len(observers))).update(val)
             advance(1)
-    return {k: (o.minmax() if method == "minmax" or k in graph.inputs else o.mse()) for k, o in observers.items()}
+    return observers
+
+
+def select_ranges(graph: Graph, observers: Mapping[str, Observer], method: str,
+                  chosen: dict[str, str] | None = None,
+                  samples: Sequence[int] | None = None) -> dict[str, tuple[float, float]]:
+    """Each observed tensor's range by `method` over `samples` (indices; all by default); graph inputs
+    keep minmax; "auto" and "per-tensor" choose per tensor (observers.auto_range); `chosen` gets the
+    method used per tensor."""
+    out, picks = {}, {}
+    for k, o in observers.items():
+        if k in graph.inputs or method == "minmax":
+            picks[k], out[k] = "minmax", o.range("minmax", samples)
+        elif method in ("auto", "per-tensor"):
+            picks[k], out[k] = auto_range(o, samples=samples)
+        else:
+            picks[k], out[k] = method, o.range(method, samples)
+    if chosen is not None:
+        chosen.update(picks)
+    return out

@@ -21,7 +21,7 @@ FLAGS = {"board": "--board", "repeats": "--repeat", "warmup": "--warmup", "optim
 # `repeats: 2.7` into 2, `profile: "false"` into True and `min_top1_agreement: 97` into a gate
 # that can never pass, so each kind is checked as written.
 _STRS = ("board", "weights_section")
-_CHOICES = {"calibration_method": ("mse", "minmax"), "rounding": ("tflm", "onnx"), "optimize": ("speed", "ram"),
+_CHOICES = {"calibration_method": ("mse", "minmax", "percentile", "kl", "auto"), "rounding": ("tflm", "onnx"), "optimize": ("speed", "ram"),
             "kernels": ("auto", "portable")}
 _INTS = {"repeats": (1, 1000), "warmup": (0, 1000), "batch": (1, 4096)}
 _FLOATS = {"min_top1_agreement": (0.0, 1.0), "min_sqnr_db": (-math.inf, math.inf)}
@@ -109,7 +109,7 @@ class Config:
     min_top1_agreement: float | None = None
     min_sqnr_db: float | None = None
     weights_section: str = ".weights"
-    calibration_method: str = "mse"
+    calibration_method: str = "mse"  # quantize.observers / quantize.auto; measured effect: docs/calibration.md
     # tflm: TFLM's double rounding, ties away; onnx: one rounding, ties to even (onnxruntime's);
     # None: the model's own (rounding_of): onnx for a quantized (QDQ / QLinear) ONNX model, else tflm
     rounding: str | None = None

@@ -18,6 +18,7 @@ import toolchain.isa  # noqa: F401 - registers every op and its ISA kernel varia
 from quantize import quantize
 from quantize.bias_fit import NOTES_KEY, accumulator_risks
 from quantize.dequantize import dequantize_graph
+from quantize.equalize import equalize
 from quantize.zero_point_split import split_zero_point_channels
 from targets import Target, TimeSource
 from targets.build import BuildResult, Footprint, build_firmware, check_fits
@@ -135,6 +136,8 @@ def _import_model(cfg: Config) -> Imported:
             raise InputError(f"{cfg.source or 'command line'}: a float model needs calibration data; pass --calibration DATA")
         calib = load_data(calib_path, graph, cfg.preprocess)          # real data through the preprocess block
         qgraph = quantize(graph, calib, cfg.calibration_method)       # INT8 PTQ (TFLite int8 spec), calibrated ranges
+        if qgraph.meta.get("equalized"):                              # `auto` chose cross-layer equalisation: the int8
+            graph = equalize(graph)                                   # graph approximates the equalised float graph
         n_calib = len(next(iter(calib.values())))
     rows = split_zero_point_channels(qgraph, depthwise_rows=True)    # the same, depthwise fix-ups on doubled rows (Helium)
     qgraph = split_zero_point_channels(qgraph)                       # weight zero points: the ISA kernels + exact fix-up
