@@ -163,7 +163,7 @@ def render(doc: dict) -> str:
           f"({h['edgecc']['measured']}), {h['parallel_jobs']} jobs in parallel. Re-run: "
           "`.venv/bin/python bench/qdq_models.py`. What each column counts: see the script's docstring.", "",
           "ORT LSB: largest difference of the board's int8 outputs from onnxruntime over every output of every "
-          "sample, float simulation (ORT_DISABLE_ALL) / default session (fused integer QLinear kernels); exact: "
+          "sample, float simulation (ORT_DISABLE_ALL) / default session (fused integer QLinear kernels where ORT fuses, float elsewhere); exact: "
           "fraction of output values equal, same order. Cost: instructions of sample 0 under "
           "QEMU (host: µs). PTQ twin: the same float network through our own PTQ on the same board.", "",
           "| file | board | exit | ORT LSB | exact | bit-exact | cost QDQ | cost PTQ twin | QDQ / PTQ | kernels (QDQ) |",

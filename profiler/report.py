@@ -324,7 +324,7 @@ def ort_line(v: dict[str, Any]) -> str:
     line = (f"onnxruntime (QDQ as float simulation): max {v['ort_max_abs_diff_lsb']} LSB, "
             f"{v['ort_exact_fraction']:.2%} of output values equal")
     if v.get("ort_default_max_abs_diff_lsb") is not None:
-        line += (f"; default session (its integer QLinear kernels): max {v['ort_default_max_abs_diff_lsb']} LSB, "
+        line += (f"; default session (integer QLinear kernels where it fuses, float elsewhere): max {v['ort_default_max_abs_diff_lsb']} LSB, "
                  f"{v['ort_default_exact_fraction']:.2%} equal")
     return line
 

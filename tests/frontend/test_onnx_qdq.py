@@ -9,6 +9,8 @@ another value the test pins both (tflm value, onnx value = ORT).
 """
 from __future__ import annotations
 
+import json
+
 from pathlib import Path
 
 import numpy as np
@@ -401,3 +403,25 @@ def test_int8_input_read_through_a_transpose_takes_the_dequantize_grid(tmp_path:
     for _ in range(3):
         x = {"x": rng.integers(-128 + u, 128 + u, (1, 4, 4, 3)).astype(dtype)}
         assert np.array_equal(ours(p, x, "onnx", g)[0].ravel(), on_grid(ort_run(p, x)[0], g).ravel())
+
+
+def test_bl18_zero_weight_scale_channel_runs_end_to_end(tmp_path: Path, edgecc, need_board) -> None:
+    """BL-18 through `edgecc run` (the input checks included): a per-channel weight scale of 0 makes
+    that channel's real weights 0 (pruned, or not: the integers do not matter) and the file runs as
+    onnxruntime runs it, the channel at the output zero point everywhere."""
+    import onnxruntime as ort
+
+    need_board("host")
+    x = ((np.arange(18) % 9) - 4).astype(np.int8).reshape(1, 2, 3, 3)
+    np.save(tmp_path / "x.npy", x[None])
+    for k, w1 in enumerate((0, 5)):
+        w = np.stack([np.full((2, 3, 3), 1), np.full((2, 3, 3), w1), np.full((2, 3, 3), -1)])
+        p = qlinear_conv((1, 2, 3, 3), w, np.array([0.02, 0.0, 0.03], np.float32), (0.1, 0), (0.05, 3),
+                         bias=[100, 0, -50], pads=[1, 1, 1, 1]).save(tmp_path / f"z{k}.onnx")
+        r = edgecc("run", "--model", str(p), "--verify", str(tmp_path / "x.npy"), "--board", "host",
+                   "--out", str(tmp_path / f"out{k}"), "--quiet")
+        assert r.code == 0, r.out + r.err
+        want = ort.InferenceSession(str(p), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+        assert want[0, :, 1, 1].tolist() == [7, 3, 0] and (want[0, 1] == 3).all()
+        rep = json.loads((tmp_path / f"out{k}" / "report.json").read_text())
+        assert rep["verification"]["ort_default_max_abs_diff_lsb"] == 0, rep["verification"]

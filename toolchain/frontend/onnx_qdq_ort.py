@@ -25,7 +25,7 @@ def run_onnxruntime(model: str | Path, graph: Graph, data_f32: Mapping[str, np.n
     """ORT outputs of the quantized model per graph output, float32 [S, *shape]: float outputs as
     ORT gives them, int8 / uint8 outputs dequantized with the grid of our matching output.
     `graph`: our int8 graph of the model (inputs, outputs and meta of load_qdq). optimized: ORT's
-    default session options (graph optimisations on: its fused integer QLinear kernels), else
+    default session options (graph optimisations on: its fused integer QLinear kernels where it can fuse, float elsewhere), else
     ORT_DISABLE_ALL (QDQ as float simulation)."""
     import onnxruntime as ort
 

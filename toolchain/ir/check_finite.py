@@ -48,21 +48,21 @@ def check_given(given: Mapping[str, QuantParams], consts: Mapping[str, Tensor], 
     checked before the quantizer uses it; raises InputError like check_finite_graph."""
     users = _first_users(graph)
     for name, qp in given.items():
-        t = graph.tensors.get(name)
-        check_quant(qp, t, _where(model, name, users))
+        check_quant(qp, graph.tensors.get(name), _where(model, name, users))
     for name, t in consts.items():
         where = _where(model, name, users)
         if t.data is not None and np.asarray(t.data).dtype.kind in "fc":
             _finite_array(np.asarray(t.data), where, "values")
-        if t.quant is not None:
-            check_quant(t.quant, t, where)
+        if t.quant is not None:  # a constant's values may live in the graph's (dequantized) tensor
+            check_quant(t.quant, t if t.data is not None else graph.tensors.get(name, t), where)
 
 
 def check_quant(qp: QuantParams, tensor: Tensor | None, where: str) -> None:
     """Raise InputError (prefixed with `where`) unless every scale is finite and > 0 and every zero
     point lies in the range of `tensor`'s integer type (int8 when the tensor is float or unknown)."""
     scales = [float(s) for s in qp.scale]
-    bad = next((s for s in scales if not math.isfinite(s) or s <= 0), None)
+    zero_ok = _pruned_channels(qp, tensor)
+    bad = next((s for i, s in enumerate(scales) if not math.isfinite(s) or s < 0 or (s == 0 and i not in zero_ok)), None)
     if bad is not None:
         raise InputError(f"{where}: quantization scale {bad!r}, must be finite and > 0; {_FIX_Q}")
     dt = tensor.dtype.np if tensor is not None and tensor.dtype.np.kind in "iu" else np.dtype(np.int8)
@@ -70,6 +70,16 @@ def check_quant(qp: QuantParams, tensor: Tensor | None, where: str) -> None:
     zp = next((z for z in qp.zero_point if not info.min <= int(z) <= info.max), None)
     if zp is not None:
         raise InputError(f"{where}: zero point {int(zp)} outside {dt.name} [{info.min}, {info.max}]; {_FIX_Q}")
+
+
+def _pruned_channels(qp: QuantParams, tensor: Tensor | None) -> set[int]:
+    """Channels where a scale of 0 is harmless: every channel of a per-channel quantized constant
+    (BL-18: TFLite / QDQ files store 0 for pruned filter channels; the channel's real values are 0
+    whatever its integers, as onnxruntime computes it, and its requantization multiplier becomes 0).
+    A per-tensor scale of 0, or one of an activation, has no such reading and stays refused."""
+    if tensor is None or tensor.data is None or len(qp.scale) < 2:
+        return set()
+    return set(range(len(qp.scale)))
 
 
 def _finite_array(a: np.ndarray, where: str, what: str, after: str = "") -> None:
