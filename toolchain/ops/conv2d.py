@@ -117,6 +117,7 @@ def s8_kwargs(node: Node, graph: Graph) -> dict:
 class Conv2D(OpDef):
     weight_out_axis = 0  # bias_fit: weights [Cout, ...]
     weight_zero_point = True  # per-tensor, as filter_offset (onnxruntime uint8 weights, TFLite FC)
+    stacks_samples = True  # conv_f32: the same matmul per (sample, output row) whatever N
     variants = rounding_twins(portable("conv2d"))  # ISA variants: toolchain/isa/
 
     def infer_shapes(self, node: Node, graph: Graph) -> list[tuple[int, ...]]:

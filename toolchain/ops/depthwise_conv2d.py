@@ -75,6 +75,7 @@ def s8_kwargs(node: Node, graph: Graph) -> dict:
 class DepthwiseConv2D(OpDef):
     weight_out_axis = 3  # bias_fit: weights [1, KH, KW, Cout]
     weight_zero_point = True  # per-tensor, as filter_offset (onnxruntime uint8 weights, TFLite FC)
+    stacks_samples = True  # conv_f32's depthwise path: elementwise products, per tap in order
     variants = rounding_twins(portable("depthwise_conv2d"))  # ISA variants: toolchain/isa/
 
     def infer_shapes(self, node: Node, graph: Graph) -> list[tuple[int, ...]]:
