@@ -9,7 +9,7 @@ import numpy as np
 from quantize.observers import METHODS, Observer, auto_range
 from toolchain.clip import clip_text
 from toolchain.errors import InputError
-from toolchain.interpret import interpret
+from toolchain.interpret import interpret_each
 from toolchain.ir import Graph
 from toolchain.progress import step
 
@@ -47,12 +47,13 @@ def collect_observers(graph: Graph, calibration: Mapping[str, np.ndarray]) -> di
     observers: dict[str, Observer] = {}
     n = len(next(iter(calibration.values())))
     with step(f"calibrate ({n} samples)", n) as advance:
-        for i in range(n):
-            env = interpret(graph, {k: v[i] for k, v in calibration.items()}, keep_all=True)
+        for i, env in interpret_each(graph, calibration, keep_all=True):  # many samples per numpy call
             for name, val in env.items():
                 if not graph.t(name).is_const:
                     _finite_activation(graph, name, val, i)
-                    observers.setdefault(name, Observer(seed=len(observers))).update(val)
+                    if name not in observers:  # (setdefault would build, and drop, an Observer per call)
+                        observers[name] = Observer(seed=len(observers))
+                    observers[name].update(val)
             advance(1)
     return observers
 

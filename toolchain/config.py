@@ -256,10 +256,12 @@ def rounding_of(cfg: Config) -> tuple[str, str]:
     for a float ONNX model (our own PTQ follows the TFLite int8 spec)."""
     if cfg.rounding is not None:
         return cfg.rounding, "set in the configuration"
-    from toolchain.frontend.onnx_qdq import is_quantized_onnx  # reads the model (cached): not at import time
-
-    if cfg.model is not None and cfg.model.suffix.lower() != ".tflite" and is_quantized_onnx(cfg.model):
-        return "onnx", "the default for a quantized ONNX model (onnxruntime's arithmetic)"
     tflite = cfg.model is not None and cfg.model.suffix.lower() == ".tflite"
+    if cfg.model is not None and not tflite:
+        # reads the model (cached); imports onnx, so only for an ONNX file
+        from toolchain.frontend.onnx_qdq import is_quantized_onnx
+
+        if is_quantized_onnx(cfg.model):
+            return "onnx", "the default for a quantized ONNX model (onnxruntime's arithmetic)"
     return "tflm", ("the default for a .tflite model (TFLM's arithmetic)" if tflite
                     else "the default for a float ONNX model (edgecc's PTQ follows the TFLite int8 spec)")

@@ -2,6 +2,8 @@
 
 It is the oracle (architecture P8): calibration runs it on float graphs, pass tests compare
 before/after with it, and every generated C output must equal it bit for bit on int8 graphs.
+interpret_each runs many samples: stacked on axis 0 where every op allows it (OpDef.stacks_samples),
+one at a time otherwise, each sample's values the same bit for bit either way.
 A node whose output tensor is int8 runs `reference_s8`, int16 (16x8) `reference_s16`, otherwise
 `reference_f32`. The rounding
 mode of the int8 references is the graph's own (graph.meta["rounding"], fixed_point.graph_rounding):
@@ -9,7 +11,7 @@ read here, once per run, not passed op by op.
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 
 import numpy as np
 
@@ -20,6 +22,10 @@ from toolchain.ops.registry import opdef
 
 
 Transform = Callable[[str, np.ndarray], np.ndarray]
+# Bytes one stacked run of interpret_each may hold: every float32 activation of the graph (the
+# environment keeps them all) plus float64 temporaries of the largest one (conv_f32 pads the input
+# and accumulates in float64), times the samples stacked. 16 MiB: 8 VWW (96x96) images, as many as run fastest (caches).
+STACK_BYTES = 16 << 20
 
 
 def interpret(graph: Graph, inputs: Mapping[str, np.ndarray], keep_all: bool = False,
@@ -36,14 +42,16 @@ def interpret(graph: Graph, inputs: Mapping[str, np.ndarray], keep_all: bool = F
         return _run(graph, inputs, keep_all, transform or (lambda name, value: value))
 
 
-def _run(graph: Graph, inputs: Mapping[str, np.ndarray], keep_all: bool, transform: Transform) -> dict[str, np.ndarray]:
+def _run(graph: Graph, inputs: Mapping[str, np.ndarray], keep_all: bool, transform: Transform,
+         stacked: int = 0) -> dict[str, np.ndarray]:
+    """stacked > 0: inputs hold that many samples on axis 0 (shape [stacked, *shape[1:]])."""
     env: dict[str, np.ndarray] = {}
     for name in graph.inputs:
         t = graph.t(name)
         if name not in inputs:
             raise ValueError(f"missing graph input {name!r}")
         arr = np.asarray(inputs[name])
-        if tuple(arr.shape) != t.shape:
+        if tuple(arr.shape) != ((stacked, *t.shape[1:]) if stacked else t.shape):
             raise ValueError(f"input {name!r} has shape {list(arr.shape)}, expected {list(t.shape)}")
         env[name] = transform(name, arr.astype(t.dtype.np))
     for node in graph.nodes:
@@ -60,6 +68,47 @@ def _run(graph: Graph, inputs: Mapping[str, np.ndarray], keep_all: bool, transfo
 def interpret_batch(graph: Graph, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
     """Run the graph once per sample: inputs[name] has a leading sample axis [S, *input shape].
     Returns outputs stacked the same way."""
-    n = len(next(iter(inputs.values())))
-    runs = [interpret(graph, {k: v[i] for k, v in inputs.items()}) for i in range(n)]
+    runs = [env for _, env in interpret_each(graph, inputs)]
     return {o: np.stack([r[o] for r in runs]) for o in graph.outputs}
+
+
+def _activations(graph: Graph) -> list[str]:
+    return [*graph.inputs, *(o for node in graph.nodes for o in node.outputs if o)]
+
+
+def stack_size(graph: Graph, samples: int, max_bytes: int = STACK_BYTES) -> int:
+    """How many samples interpret_each runs at once: 1 unless every activation has rank >= 2 and a
+    leading dimension of 1 (the batch axis samples stack on) and every node is a float op whose reference
+    stacks samples (OpDef.stacks_samples_f32); else as many as fit max_bytes (see STACK_BYTES)."""
+    sizes = [graph.t(a).size for a in _activations(graph)]
+    if samples <= 1 or any(len(graph.t(a).shape) < 2 or graph.t(a).shape[0] != 1 for a in _activations(graph)):
+        return 1
+    if not all(graph.t(n.outputs[0]).dtype != DType.INT8 and opdef(n).stacks_samples_f32(n, graph)
+               for n in graph.nodes):
+        return 1
+    per_sample = 4 * sum(sizes) + 3 * 8 * max(sizes)
+    return max(1, min(samples, max_bytes // max(per_sample, 1)))
+
+
+def interpret_each(graph: Graph, inputs: Mapping[str, np.ndarray], keep_all: bool = False,
+                   max_bytes: int = STACK_BYTES) -> Iterator[tuple[int, dict[str, np.ndarray]]]:
+    """Run the graph on every sample: inputs[name] is [S, *input shape]. Yields (sample index,
+    environment) in sample order, the environment exactly what interpret(graph, that sample,
+    keep_all) returns (same shapes, dtypes and values bit for bit: stacked runs make the same numpy
+    calls per sample, only on more rows). Samples run stack_size(graph, S, max_bytes) at a time; the
+    arrays of a stacked run are views into it. Raises ValueError as interpret does."""
+    n = len(next(iter(inputs.values())))
+    size = stack_size(graph, n, max_bytes)
+    shapes_fit = all(name in inputs and tuple(np.shape(inputs[name])[1:]) == graph.t(name).shape for name in graph.inputs)
+    if size <= 1 or not shapes_fit:  # one at a time; a wrong shape raises there, naming the input
+        for i in range(n):
+            yield i, interpret(graph, {k: v[i] for k, v in inputs.items()}, keep_all)
+        return
+    for start in range(0, n, size):
+        b = min(size, n - start)
+        chunk = {name: np.asarray(inputs[name][start:start + b]).reshape(b, *graph.t(name).shape[1:])
+                 for name in graph.inputs}
+        with rounding_mode(graph_rounding(graph)):
+            env = _run(graph, chunk, keep_all, lambda name, value: value, stacked=b)
+        for j in range(b):
+            yield start + j, {name: val[j:j + 1] for name, val in env.items()}

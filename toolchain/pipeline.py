@@ -29,9 +29,6 @@ from toolchain.batch import batched_input_shapes
 from toolchain.config import Config, rounding_of
 from toolchain.data import load_data
 from toolchain.errors import InputError
-from toolchain.frontend.onnx import load_onnx
-from toolchain.frontend.onnx_canonical import canonical_onnx
-from toolchain.frontend.onnx_qdq import is_quantized_onnx, load_qdq
 from toolchain.frontend.tflite import load_tflite
 from toolchain.io_dtypes import to_model_dtype
 from toolchain.ir import Graph
@@ -109,6 +106,10 @@ def import_model(cfg: Config) -> Imported:
 
 def _import_model(cfg: Config) -> Imported:
     t0 = time.monotonic()
+    if Path(cfg.model).suffix.lower() != ".tflite":  # onnx costs ~0.7 s to import: only for ONNX files
+        from toolchain.frontend.onnx import load_onnx
+        from toolchain.frontend.onnx_canonical import canonical_onnx
+        from toolchain.frontend.onnx_qdq import is_quantized_onnx, load_qdq
     if Path(cfg.model).suffix.lower() == ".tflite":
         batched_input_shapes(cfg.model, cfg.input_shapes, cfg.batch)  # batch > 1: not for .tflite (yet)
         qgraph = load_tflite(cfg.model)                               # int8 .tflite: keep the file's own quantization

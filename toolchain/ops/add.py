@@ -83,6 +83,12 @@ def params(node: Node, graph: Graph) -> tuple[AddParams, tuple[int, int]]:
 
 @register("ADD", "Add")
 class Add(OpDef):
+    stacks_samples = True  # elementwise
+
+    def stacks_samples_f32(self, node: Node, graph: Graph) -> bool:
+        # a broadcast activation of lower rank would line its axis 0 up with another axis
+        rank = len(graph.t(node.outputs[0]).shape)
+        return all(graph.t(i).is_const or len(graph.t(i).shape) == rank for i in node.inputs)
     # the flat kernel allows output == either input; broadcast shapes take the strided kernel;
     # ISA variants: toolchain/isa/
     variants = (*rounding_twins(portable("add", applies=lambda n, g: not needs_broadcast(n, g), inplace_inputs=(0, 1))),

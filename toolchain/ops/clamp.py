@@ -25,6 +25,8 @@ class Clamp(OpDef):
     def infer_shapes(self, node: Node, graph: Graph) -> list[tuple[int, ...]]:
         return [graph.t(node.inputs[0]).shape]
 
+    stacks_samples = True  # elementwise, exact
+
     def reference_f32(self, node: Node, graph: Graph, ins: list[np.ndarray]) -> list[np.ndarray]:
         return [np.clip(ins[0], node.attrs.lo, node.attrs.hi).astype(np.float32)]
 

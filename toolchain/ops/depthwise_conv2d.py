@@ -112,6 +112,7 @@ def s16_args(node: Node, graph: Graph) -> list[CArg]:
 class DepthwiseConv2D(OpDef):
     weight_out_axis = 3  # bias_fit: weights [1, KH, KW, Cout]
     weight_zero_point = True  # per-tensor, as filter_offset (onnxruntime uint8 weights, TFLite FC)
+    stacks_samples = True  # conv_f32's depthwise path: elementwise products, per tap in order
     # ISA variants: toolchain/isa/; 16x8 (int16 activations): portable only
     variants = (*rounding_twins(portable("depthwise_conv2d")),
                 portable_s16("depthwise_conv2d", args=s16_args))

@@ -105,7 +105,14 @@ class FullyConnected(OpDef):
             raise ValueError(f"input depth {k} != weight depth {kw}")
         return [(b, o)]
 
+    stacks_samples = True
+
     def reference_f32(self, node: Node, graph: Graph, ins: list[np.ndarray]) -> list[np.ndarray]:
+        if ins[0].shape[0] != graph.t(node.inputs[0]).shape[0]:  # stacked samples (interpret_each): one
+            # product per sample, as run alone (one row times the matrix may take another BLAS path
+            # than many rows, and sum in another order)
+            return [np.concatenate([self.reference_f32(node, graph, [x, *ins[1:]])[0]
+                                    for x in np.split(ins[0], ins[0].shape[0])])]
         y = ins[0].astype(np.float64) @ ins[1].astype(np.float64).T
         if len(ins) > 2:
             y = y + ins[2]

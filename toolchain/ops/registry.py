@@ -201,6 +201,10 @@ class OpDef:
     # Whether the op's int8 arithmetic takes per-tensor weights with a zero point (filter_offset)
     weight_zero_point: ClassVar[bool] = False
     variants: ClassVar[Sequence[KernelVariant]] = ()
+    # reference_f32 takes B samples stacked on axis 0 (every activation [B, *shape[1:]] where the
+    # graph says [1, *shape[1:]]) and gives each sample exactly its one-sample result, bit for bit
+    # (same numpy calls per sample); toolchain.interpret.interpret_each then runs many at once.
+    stacks_samples: ClassVar[bool] = False
 
     def infer_shapes(self, node: Node, graph: Graph) -> list[tuple[int, ...]]:
         """Output shapes from input shapes and attrs."""
@@ -209,6 +213,10 @@ class OpDef:
     def reference_f32(self, node: Node, graph: Graph, ins: list[np.ndarray]) -> list[np.ndarray]:
         """Float semantics (numpy) of the node on float inputs."""
         raise NotImplementedError
+
+    def stacks_samples_f32(self, node: Node, graph: Graph) -> bool:
+        """Whether reference_f32 may run this node on stacked samples (see stacks_samples)."""
+        return self.stacks_samples
 
     def output_qparams(self, node: Node, graph: Graph, observed: QuantParams) -> QuantParams:
         """Quantization of the op's output given the calibrated one (ops may force their own)."""

@@ -62,6 +62,8 @@ class Relu(OpDef):
     def infer_shapes(self, node: Node, graph: Graph) -> list[tuple[int, ...]]:
         return [graph.t(node.inputs[0]).shape]
 
+    stacks_samples = True  # elementwise, exact
+
     def reference_f32(self, node: Node, graph: Graph, ins: list[np.ndarray]) -> list[np.ndarray]:
         return [np.clip(np.asarray(ins[0], np.float32), 0.0, node.attrs.hi).astype(np.float32)]
 

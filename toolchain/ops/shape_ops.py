@@ -34,7 +34,11 @@ class Reshape(OpDef):
             raise ValueError(f"cannot reshape {list(src.shape)} to {list(node.attrs.shape)}")
         return [node.attrs.shape]
 
+    stacks_samples = True  # interpret_each stacks only graphs whose activations all lead with 1
+
     def reference_f32(self, node: Node, graph: Graph, ins: list[np.ndarray]) -> list[np.ndarray]:
+        if ins[0].shape[:1] != graph.t(node.inputs[0]).shape[:1]:  # stacked samples: keep them on axis 0
+            return [ins[0].reshape(ins[0].shape[0], *node.attrs.shape[1:])]
         return [ins[0].reshape(node.attrs.shape)]
 
     reference_s8 = reference_f32
@@ -53,6 +57,9 @@ class Transpose(OpDef):
         if sorted(node.attrs.perm) != list(range(len(src))):
             raise ValueError(f"perm {list(node.attrs.perm)} does not fit rank {len(src)}")
         return [tuple(src[p] for p in node.attrs.perm)]
+
+    def stacks_samples_f32(self, node: Node, graph: Graph) -> bool:
+        return node.attrs.perm[:1] == (0,)  # the sample axis stays first
 
     def reference_f32(self, node: Node, graph: Graph, ins: list[np.ndarray]) -> list[np.ndarray]:
         return [np.ascontiguousarray(np.transpose(ins[0], node.attrs.perm))]

@@ -113,6 +113,7 @@ SOFTMAX_OUT = QuantParams.per_tensor(1.0 / 256.0, -128)  # TFLite int8 spec: fix
 
 @register("SOFTMAX", "Softmax")
 class Softmax(OpDef):
+    stacks_samples = True  # over the last axis only, row by row
     variants = (portable("softmax"),)
 
     def infer_shapes(self, node: Node, graph: Graph) -> list[tuple[int, ...]]:
