@@ -45,10 +45,10 @@ class Case:
 
 
 def headers(isa: str, prototypes: Path) -> tuple[Path, ...]:
-    """The headers a kernel program of `isa` compiles against: the portable two, then every header of
+    """The headers a kernel program of `isa` compiles against: the portable three, then every header of
     the ISA folder (ecc_<isa>.h may include parts, e.g. neon/ecc_neon_gemm_dot.h) and the prototypes."""
     own = [h for h in sorted((KERNELS / isa).glob("*.h")) if h != prototypes]
-    return (KERNELS / "portable" / "ecc_fixed_point.h", *own, prototypes)
+    return (KERNELS / "portable" / "ecc_fixed_point.h", KERNELS / "portable" / "ecc_requant_f32.h", *own, prototypes)
 
 
 def prototypes(path: Path, isa: str, keep: Callable[[str], bool] = lambda name: True) -> dict[str, list[str]]:

@@ -51,7 +51,8 @@ def test_the_neon_umbrella_header_brings_every_part():
                    if p.name != "ecc_neon_kernels.h")
     assert got[:2] == ["kernels/neon/ecc_neon_kernels.h", "kernels/neon/ecc_neon.h"]
     assert sorted(got[2:]) == parts and len(parts) == 6
-    assert with_local_includes(("kernels/portable/ecc_fixed_point.h",)) == ["kernels/portable/ecc_fixed_point.h"]
+    assert with_local_includes(("kernels/portable/ecc_fixed_point.h",)) == ["kernels/portable/ecc_fixed_point.h",
+                                                                          "kernels/portable/ecc_requant_f32.h"]
 
 
 def test_weight_fields_split_the_section_and_name_the_overhead():

@@ -108,27 +108,7 @@ static inline int8_t ecc_requantize_s8_rne(int32_t acc, int32_t mult, int32_t sh
     return (int8_t)ecc_clamp_i32(v, act_min, act_max);
 }
 
-/* rounding: onnx, Conv / depthwise / FC output stage: onnxruntime's integer kernels (QLinearConv,
- * QLinearMatMul, QGemm) requantize in float32, y = rint(fl32(fl32(acc) * S)) + zp, S = fl32(mult) *
- * 2^(shift - 31) (numpy twins: f32_scale, requantize_s8_f32). The float32 product can be an exact tie
- * where the real product is not, so the integer form above is 1 LSB off there. The clamp sits
- * between the multiply and the rounding add so no compiler can fuse them into one FMA. */
-static inline int8_t ecc_requantize_s8_f32(int32_t acc, int32_t mult, int32_t shift, int32_t output_offset,
-                                           int32_t act_min, int32_t act_max)
-{
-    union {
-        uint32_t u;
-        float f;
-    } pow2;
-    const float lo = (float)(act_min - output_offset), hi = (float)(act_max - output_offset);
-    float f;
-    pow2.u = (uint32_t)(96 + shift) << 23; /* 2^(shift - 31): shift in [-31, 31] stays normal */
-    f = (float)acc * ((float)mult * pow2.f);
-    f = f < lo ? lo : (f > hi ? hi : f);
-    /* |f| <= 255: adding 1.5 * 2^23 leaves no fraction bits, so the sum is rounded to even */
-    f = (f + 12582912.0f) - 12582912.0f;
-    return (int8_t)((int32_t)f + output_offset);
-}
+#include "ecc_requant_f32.h" /* ecc_requantize_s8_f32: the only float code of the int8 kernels */
 
 /* num / den (den > 0) rounded to nearest, ties to even: average pooling under rounding: onnx.
  * Numpy twin: rounding_divide(num, den, "onnx"). */
