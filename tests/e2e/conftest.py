@@ -3,6 +3,8 @@ in-process once per board and shared by the tests of this folder (architecture P
 board's compiler and QEMU; skipped when missing, a failure when CI=true)."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from e2e_helpers import DIGITS_YAML, Job, finish
 
