@@ -170,7 +170,8 @@ def random_cases(seed: int = 61) -> list[Case]:
         x2 = rng.integers(-128, 128, size, dtype=np.int8)
         cases += add_cases(f"rand_add{i}", x1, x2, p, lo, hi, add.add_s8(x1, x2, p, lo, hi))
     return cases + constant_channel_cases(rng) + isa_cases.maxmin_cases(ISA, np.random.default_rng(seed + 1000)) \
-        + isa_cases.lut_cases(ISA, np.random.default_rng(seed + 2000))
+        + isa_cases.lut_cases(ISA, np.random.default_rng(seed + 2000)) \
+        + isa_cases.copy_cases(ISA, np.random.default_rng(seed + 3000))
 
 
 # (H, W, Cin, Cout, stride, batches, constant channels), the dsp CONSTANT_LAYERS' corners for quads of

@@ -176,9 +176,12 @@ def test_variant_names_and_why_not():
             assert v.requires == ({"mve", "mve_fp"} if fp else {"mve"}), v.name
             assert v.requires_why == (ONNX_FEATURES_WHY if fp else None), v.name
     # graph_rounding reads graph.meta; the weights' quantization (no zero point) is asked first
-    g = SimpleNamespace(meta={"rounding": "onnx"}, t=lambda name: SimpleNamespace(quant=None))
+    from toolchain.ir import DType
+
+    g = SimpleNamespace(meta={"rounding": "onnx"},
+                        t=lambda name: SimpleNamespace(quant=None, dtype=DType.INT8, is_const=name == "w"))
     conv = next(v for v in REGISTRY[OpKind.CONV2D].variants if v.name == "helium_relu")
-    assert conv.why_not(SimpleNamespace(inputs=["x", "w"]), g) is None  # under onnx its onnx twin gives the reason
+    assert conv.why_not(SimpleNamespace(inputs=["x", "w"], outputs=["y"]), g) is None  # its onnx twin gives the reason
 
 
 def test_board_without_mve_fp_keeps_the_portable_twin():
