@@ -55,18 +55,24 @@ def _sym_quant(q: QuantParams, idx: list[int], axis: int) -> QuantParams:
     return QuantParams(q.scale, (0,) * len(q.scale), q.axis)
 
 
+def _layer_halves(node: Node, tensors: dict[str, Tensor], v: np.ndarray, idx: list[int]):
+    """(input name, input tensor, weight name, weight tensor, half a, half b) of channels `idx`, or
+    None when the halves of `v` do not fit int8."""
+    x, wname = node.inputs[0], node.inputs[1]
+    ab = halves(np.take(v, idx, axis=3))
+    return None if ab is None else (x, tensors[x], wname, tensors[wname], *ab)
+
+
 def halves_fix_nodes(node: Node, tensors: dict[str, Tensor], v: np.ndarray, idx: list[int],
                      bias: str | None, fix_y: str) -> list[Node] | None:
     """The nodes computing output channels `idx` of `node` (DEPTHWISE_CONV2D, multiplier 1) into `fix_y`
     from the weight differences `v` (int16, [1, KH, KW, C]) with the halves scheme of the module
     docstring; new tensors go into `tensors`.
     None when the halves do not fit int8 (the caller keeps the zero-point kernel)."""
-    x, wname = node.inputs[0], node.inputs[1]
-    xt, w = tensors[x], tensors[wname]
-    ab = halves(np.take(v, idx, axis=3))
-    if ab is None:
+    got = _layer_halves(node, tensors, v, idx)
+    if got is None:
         return None
-    a, b = ab
+    x, xt, wname, w, a, b = got
     xx = fresh_name(tensors, f"{x}__pairs")
     k = len(idx)
     tensors[xx] = replace(xt, name=xx, shape=(*xt.shape[:-1], 2 * k))
@@ -91,12 +97,10 @@ def rows_fix_nodes(node: Node, tensors: dict[str, Tensor], v: np.ndarray, idx: l
     win, k = node.attrs.window, len(idx)
     if win.stride[1] != 1 or win.dilation[0] != 1 or win.ceil_mode or k not in (1, 2, 4, 8):
         return None
-    x, wname = node.inputs[0], node.inputs[1]
-    xt, w = tensors[x], tensors[wname]
-    ab = halves(np.take(v, idx, axis=3))
-    if ab is None:
+    got = _layer_halves(node, tensors, v, idx)
+    if got is None:
         return None
-    a, b = ab
+    x, xt, wname, w, a, b = got
     n, h, wd = xt.shape[:3]
     xk = fresh_name(tensors, f"{x}__fixch")
     tensors[xk] = replace(xt, name=xk, shape=(n, h, wd, k))
