@@ -141,15 +141,19 @@ class Builder:
             raise self.unsupported(f"weights {t.name!r} quantized along axis {t.quant.axis} (need {axis})")
         return t
 
+    def zero_bias(self, cout: int, x: Tensor, w: Tensor, dtype: DType) -> Tensor:
+        """A new all-zero bias [cout] of `dtype` with scale s_x * s_w[c] (for a layer without one)."""
+        name = fresh_name(self.tensors.keys() | {t.name for t in self.m.tensors if t}, f"{self.out_name()}_bias")
+        scale = tuple(x.quant.s * s for s in w.quant.scale)
+        qp = QuantParams(scale, (0,) * len(scale), 0 if len(scale) > 1 else None)
+        t = Tensor(name, (cout,), dtype, qp, np.zeros(cout, dtype.np))
+        self.tensors[name] = t
+        return t
+
     def bias(self, idx: int, cout: int, x: Tensor, w: Tensor) -> Tensor:
         """The int32 bias [cout]; an absent bias becomes zeros (TFLM adds nothing: same result)."""
         if idx < 0:
-            name = fresh_name(self.tensors.keys() | {t.name for t in self.m.tensors if t}, f"{self.out_name()}_bias")
-            scale = tuple(x.quant.s * s for s in w.quant.scale)
-            qp = QuantParams(scale, (0,) * len(scale), 0 if len(scale) > 1 else None)
-            t = Tensor(name, (cout,), DType.INT32, qp, np.zeros(cout, np.int32))
-            self.tensors[name] = t
-            return t
+            return self.zero_bias(cout, x, w, DType.INT32)
         t = self.tensor(idx, "bias")
         if not t.is_const or t.dtype != DType.INT32 or t.shape != (cout,):
             raise self.unsupported(f"bias {t.name!r}: need constant int32 [{cout}]")

@@ -16,8 +16,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from toolchain.ir import DType, QuantParams, Tensor
-from toolchain.ir.graph import fresh_name
+from toolchain.ir import DType, Tensor
 from toolchain.ops.quant16 import ACC_LIMIT, accumulator_bound, weighted_requant_s16
 
 if TYPE_CHECKING:
@@ -49,12 +48,7 @@ def bias64(b: Builder, idx: int, cout: int, x: Tensor, w: Tensor) -> Tensor:
     (TFLM adds nothing: the same result; its int16 depthwise kernel crashes without one, tflite-micro
     0.dev20261023, so there is no TFLM result to differ from)."""
     if idx < 0:
-        name = fresh_name(b.tensors.keys() | {t.name for t in b.m.tensors if t}, f"{b.out_name()}_bias")
-        scale = tuple(x.quant.s * s for s in w.quant.scale)
-        qp = QuantParams(scale, (0,) * len(scale), 0 if len(scale) > 1 else None)
-        t = Tensor(name, (cout,), DType.INT64, qp, np.zeros(cout, np.int64))
-        b.tensors[name] = t
-        return t
+        return b.zero_bias(cout, x, w, DType.INT64)
     t = b.tensor(idx, "bias")
     if t.dtype == DType.INT32:
         raise b.unsupported(f"bias {t.name!r} of type int32 with int16 activations (TFLM then accumulates in "

@@ -61,8 +61,8 @@ def check_quant(qp: QuantParams, tensor: Tensor | None, where: str) -> None:
     """Raise InputError (prefixed with `where`) unless every scale is finite and > 0 and every zero
     point lies in the range of `tensor`'s integer type (int8 when the tensor is float or unknown)."""
     scales = [float(s) for s in qp.scale]
-    zero_ok = _pruned_channels(qp, tensor)
-    bad = next((s for i, s in enumerate(scales) if not math.isfinite(s) or s < 0 or (s == 0 and i not in zero_ok)), None)
+    zero_ok = _zero_scale_harmless(qp, tensor)
+    bad = next((s for s in scales if not math.isfinite(s) or s < 0 or (s == 0 and not zero_ok)), None)
     if bad is not None:
         raise InputError(f"{where}: quantization scale {bad!r}, must be finite and > 0; {_FIX_Q}")
     dt = tensor.dtype.np if tensor is not None and tensor.dtype.np.kind in "iu" else np.dtype(np.int8)
@@ -72,14 +72,12 @@ def check_quant(qp: QuantParams, tensor: Tensor | None, where: str) -> None:
         raise InputError(f"{where}: zero point {int(zp)} outside {dt.name} [{info.min}, {info.max}]; {_FIX_Q}")
 
 
-def _pruned_channels(qp: QuantParams, tensor: Tensor | None) -> set[int]:
-    """Channels where a scale of 0 is harmless: every channel of a per-channel quantized constant
-    (BL-18: TFLite / QDQ files store 0 for pruned filter channels; the channel's real values are 0
-    whatever its integers, as onnxruntime computes it, and its requantization multiplier becomes 0).
-    A per-tensor scale of 0, or one of an activation, has no such reading and stays refused."""
-    if tensor is None or tensor.data is None or len(qp.scale) < 2:
-        return set()
-    return set(range(len(qp.scale)))
+def _zero_scale_harmless(qp: QuantParams, tensor: Tensor | None) -> bool:
+    """Whether a scale of 0 is harmless: in a per-channel quantized constant (BL-18: TFLite / QDQ files
+    store 0 for pruned filter channels; the channel's real values are 0 whatever its integers, as
+    onnxruntime computes it, and its requantization multiplier becomes 0). A per-tensor scale of 0,
+    or one of an activation, has no such reading and stays refused."""
+    return tensor is not None and tensor.data is not None and len(qp.scale) > 1
 
 
 def _finite_array(a: np.ndarray, where: str, what: str, after: str = "") -> None:
