@@ -170,7 +170,8 @@ def build_context(graph: Graph, plan: MemoryPlan, variants: dict[str, KernelVari
                 args.append(_tensor_ref(arg, graph, plan, wnames, consts))
             elif arg.kind == "ptrs":  # an array of tensor pointers, as a C99 compound literal
                 refs = ", ".join(_tensor_ref(a, graph, plan, wnames, consts) for a in arg.value)
-                args.append(f"(const int8_t *const[]){{{refs}}}")
+                ctype = graph.t(arg.value[0].value).dtype.c if arg.value else "int8_t"  # int16: 16x8 Concat
+                args.append(f"(const {ctype} *const[]){{{refs}}}")
             elif arg.kind == "array":
                 sym = pnames(f"{node.name}_{arg.name}")
                 values = np.asarray(arg.value)

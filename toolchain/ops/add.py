@@ -41,10 +41,14 @@ def add_s16(x1: np.ndarray, x2: np.ndarray, p: AddParams, act_min: int = -32768,
     """16x8 element-wise add (TFLite 16x8 spec; TFLM add.cc on int16 with pot_scale_int16 false, the
     TFLite converter's setting: reference_ops::AddElementwise): add_s8's arithmetic with left_shift 15
     (add_common.cc; p from add_params(..., left_shift=15)), zero points 0, clamped to int16.
-    x1, x2: int16 arrays of one shape -> int16."""
-    if np.shape(x1) != np.shape(x2):
-        raise ValueError(f"int16 add inputs {np.shape(x1)} and {np.shape(x2)} differ (no broadcast in 16x8)")
-    a, b = np.asarray(x1, np.int64), np.asarray(x2, np.int64)
+    x1, x2: int16 arrays that broadcast (numpy rules; TFLM's int16 BroadcastAdd6DSlow computes each
+    element the same way) -> int16."""
+    try:
+        shape = np.broadcast_shapes(np.shape(x1), np.shape(x2))
+    except ValueError:
+        raise ValueError(f"int16 add inputs {np.shape(x1)} and {np.shape(x2)} do not broadcast") from None
+    a = np.broadcast_to(np.asarray(x1, np.int64), shape)
+    b = np.broadcast_to(np.asarray(x2, np.int64), shape)
     s1 = multiply_by_quantized_multiplier((a + p.input1_offset) << p.left_shift, p.input1_mult, p.input1_shift)
     s2 = multiply_by_quantized_multiplier((b + p.input2_offset) << p.left_shift, p.input2_mult, p.input2_shift)
     y = multiply_by_quantized_multiplier(wrap_int32(s1 + s2), p.output_mult, p.output_shift) + p.output_offset
@@ -58,12 +62,21 @@ def params_s16(node: Node, graph: Graph) -> tuple[AddParams, tuple[int, int]]:
 
 
 def s16_args(node: Node, graph: Graph) -> list[CArg]:
-    """Arguments of ecc_add_s16 (portable/add_s16.c.j2): no offsets (zero points are 0)."""
+    """Arguments of ecc_add_s16 (portable/add_s16.c.j2): no offsets (zero points are 0); an operand may
+    be an int16 constant."""
     p, (lo, hi) = params_s16(node, graph)
     ints = [p.input1_mult, p.input1_shift, p.input2_mult, p.input2_shift, p.left_shift, p.output_mult,
             p.output_shift, lo, hi, graph.t(node.outputs[0]).size]
-    return [*map(CArg.lit, ints), CArg("act", node.inputs[0]), CArg("act", node.inputs[1]),
+    return [*map(CArg.lit, ints), operand(graph, node.inputs[0]), operand(graph, node.inputs[1]),
             CArg("act", node.outputs[0])]
+
+
+def s16_broadcast_args(node: Node, graph: Graph) -> list[CArg]:
+    """Arguments of ecc_add_broadcast_s16 (portable/add_broadcast_s16.c.j2): ecc_add_s16's without the
+    size, then the loop plan of ops/binary.py, the operands."""
+    flat = s16_args(node, graph)
+    return [*flat[:9], *broadcast_args(node, graph), operand(graph, node.inputs[0]), operand(graph, node.inputs[1]),
+            flat[-1]]
 
 
 # ---- IR glue: attrs, shapes, float semantics, kernel call -----------------------------------
@@ -93,7 +106,9 @@ class Add(OpDef):
     # ISA variants: toolchain/isa/
     variants = (*rounding_twins(portable("add", applies=lambda n, g: not needs_broadcast(n, g), inplace_inputs=(0, 1))),
                 *rounding_twins(portable("add_broadcast", applies=needs_broadcast, args=lambda n, g: _broadcast_args(n, g))),
-                portable_s16("add", applies=lambda n, g: not needs_broadcast(n, g), args=s16_args, inplace_inputs=(0, 1)))
+                portable_s16("add", applies=lambda n, g: not needs_broadcast(n, g), args=s16_args,
+                             inplace_inputs=(0, 1)),
+                portable_s16("add_broadcast", applies=needs_broadcast, args=s16_broadcast_args))
 
     def infer_shapes(self, node: Node, graph: Graph) -> list[tuple[int, ...]]:
         return [broadcast_shape(node, graph)]

@@ -7,7 +7,9 @@ Also owns the broadcast plumbing the binary kernels share (Add included): `broad
 collapses two broadcast-compatible shapes into at most four loop dimensions with per-input element
 strides (0 where an input is broadcast), which the C kernels walk as four nested loops. A constant
 operand (e.g. a Mul by a learned scale) is an int8 constant with its own per-tensor qparams, as in
-TFLite. Not here: Add's arithmetic (add.py).
+TFLite. 16x8 (int16 activations, zero points 0): sub_s16 / mul_s16, the same arithmetic with
+TFLM's int16 parameters (left shift 15 for SUB), kernels portable/{sub,mul}_s16.c.j2.
+Not here: Add's arithmetic (add.py).
 """
 from __future__ import annotations
 
@@ -20,27 +22,30 @@ from toolchain.ops.common import NO_ACT, act_range_s8, apply_act_f32, quantize_c
 from toolchain.ops.elementwise import mul_s8
 from toolchain.ops.fixed_point import (
     AddParams,
+    MulParams,
     mul_params,
     multiply_by_quantized_multiplier,
     quantize_multiplier,
     requantize_s8,
     wrap_int32,
 )
-from toolchain.ops.registry import CArg, Cost, OpDef, portable, rounding_twins, register
+from toolchain.ops.quant16 import activation_range_s16
+from toolchain.ops.registry import CArg, Cost, OpDef, portable, portable_s16, rounding_twins, register
 
 MAX_LOOP_DIMS = 4
 
 
-def sub_params(s1: float, z1: int, s2: float, z2: int, s_out: float, z_out: int) -> AddParams:
-    """TFLM int8 SUB Prepare (CalculateOpDataSub): like ADD (left shift 20, inputs rescaled by
-    s_i / (2 max(s1, s2)), the difference by 2 max / (2^20 s_out)) but with every ratio computed in
-    float32 before widening to double. An output factor >= 1 gets a positive shift (TFLM aborts)."""
+def sub_params(s1: float, z1: int, s2: float, z2: int, s_out: float, z_out: int, left_shift: int = 20) -> AddParams:
+    """TFLM int8 SUB Prepare (CalculateOpDataSub): like ADD (left shift 20, 15 for int16 outputs;
+    inputs rescaled by s_i / (2 max(s1, s2)), the difference by 2 max / (2^left_shift s_out)) but with
+    every ratio computed in float32 before widening to double. An output factor >= 1 gets a positive
+    shift (TFLM aborts)."""
     f32 = np.float32
     twice_max = f32(2) * max(f32(s1), f32(s2))
     m1, sh1 = quantize_multiplier(float(f32(s1) / twice_max))
     m2, sh2 = quantize_multiplier(float(f32(s2) / twice_max))
-    mo, sho = quantize_multiplier(float(twice_max / (f32(1 << 20) * f32(s_out))))
-    return AddParams(-int(z1), m1, sh1, -int(z2), m2, sh2, 20, int(z_out), mo, sho)
+    mo, sho = quantize_multiplier(float(twice_max / (f32(1 << left_shift) * f32(s_out))))
+    return AddParams(-int(z1), m1, sh1, -int(z2), m2, sh2, left_shift, int(z_out), mo, sho)
 
 
 def sub_s8(x1: np.ndarray, x2: np.ndarray, p: AddParams, act_min: int = -128, act_max: int = 127) -> np.ndarray:
@@ -53,6 +58,75 @@ def sub_s8(x1: np.ndarray, x2: np.ndarray, p: AddParams, act_min: int = -128, ac
     s1 = multiply_by_quantized_multiplier((a + p.input1_offset) << p.left_shift, p.input1_mult, p.input1_shift)
     s2 = multiply_by_quantized_multiplier((b + p.input2_offset) << p.left_shift, p.input2_mult, p.input2_shift)
     return requantize_s8(wrap_int32(s1 - s2), p.output_mult, p.output_shift, p.output_offset, act_min, act_max)
+
+
+# ---- 16x8: int16 activations, zero points 0 ----------------------------------------------------
+def _broadcast_i64(x1: np.ndarray, x2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    shape = np.broadcast_shapes(np.shape(x1), np.shape(x2))
+    return (np.broadcast_to(np.asarray(x1, np.int64), shape), np.broadcast_to(np.asarray(x2, np.int64), shape))
+
+
+def sub_s16(x1: np.ndarray, x2: np.ndarray, p: AddParams, act_min: int = -32768, act_max: int = 32767) -> np.ndarray:
+    """16x8 element-wise subtract x1 - x2 with numpy broadcasting (TFLM sub.cc on int16:
+    reference_ops::Sub / BroadcastQuantSubSlow): sub_s8's arithmetic with left_shift 15 (p from
+    sub_params(..., left_shift=15)), zero points 0, clamped to [act_min, act_max] -> int16.
+    Every shift of p must be <= 0 (TFLM's QuantizeMultiplierSmallerThanOneExp; sub_params_s16)."""
+    a, b = _broadcast_i64(x1, x2)
+    s1 = multiply_by_quantized_multiplier(a << p.left_shift, p.input1_mult, p.input1_shift)
+    s2 = multiply_by_quantized_multiplier(b << p.left_shift, p.input2_mult, p.input2_shift)
+    y = multiply_by_quantized_multiplier(wrap_int32(s1 - s2), p.output_mult, p.output_shift)
+    return np.clip(y, act_min, act_max).astype(np.int16)
+
+
+def mul_s16(x1: np.ndarray, x2: np.ndarray, p: MulParams, act_min: int = -32768, act_max: int = 32767) -> np.ndarray:
+    """16x8 element-wise multiply with numpy broadcasting (TFLM mul.cc on int16:
+    reference_integer_ops::MulElementwise / BroadcastMul6DSlow): the int32 product x1 * x2 (|.| <= 2^30),
+    the 32-bit MultiplyByQuantizedMultiplier (double rounding) by s1 s2 / s_out, clamped -> int16.
+    p.output_shift must be <= 0 (mul_params_s16: a left shift could overflow int32 in TFLM)."""
+    a, b = _broadcast_i64(x1, x2)
+    y = multiply_by_quantized_multiplier(a * b, p.output_mult, p.output_shift)
+    return np.clip(y, act_min, act_max).astype(np.int16)
+
+
+def sub_params_s16(node: Node, graph: Graph) -> tuple[AddParams, tuple[int, int]]:
+    """(AddParams with left_shift 15, int16 activation range) of a 16x8 Sub node (TFLM sub_common.cc).
+    ValueError when 2 max(s1, s2) / (2^15 s_out) >= 1: TFLM's QuantizeMultiplierSmallerThanOneExp
+    aborts there (the int8 SUB keeps a positive shift instead)."""
+    a, b, y = (graph.t(n).quant for n in (*node.inputs[:2], node.outputs[0]))
+    p = sub_params(a.s, 0, b.s, 0, y.s, 0, left_shift=15)
+    if p.output_shift > 0:
+        raise ValueError(f"int16 SUB with output scale {y.s:.6g} below 2 max(input scales) / 2^15 (real "
+                         "multiplier >= 1: TFLM aborts in QuantizeMultiplierSmallerThanOneExp; use a larger "
+                         "output scale)")
+    return p, activation_range_s16(node.attrs.act, y.s)
+
+
+def mul_params_s16(node: Node, graph: Graph) -> tuple[MulParams, tuple[int, int]]:
+    """(MulParams, int16 activation range) of a 16x8 Mul node (TFLM mul_common.cc). ValueError when
+    s1 s2 / s_out >= 1: TFLM then computes product * 2^shift in int32, which overflows (undefined in C)
+    for large products, so there is no defined result to match."""
+    a, b, y = (graph.t(n).quant for n in (*node.inputs[:2], node.outputs[0]))
+    p = mul_params(a.s, 0, b.s, 0, y.s, 0)
+    if p.output_shift > 0:
+        raise ValueError(f"int16 MUL with real multiplier s1 * s2 / s_out = {float(a.s) * float(b.s) / float(y.s):.6g} "
+                         ">= 1 (TFLM's int16 MUL overflows int32 in product * 2^shift; use a larger output scale)")
+    return p, activation_range_s16(node.attrs.act, y.s)
+
+
+def _sub_s16_args(node: Node, graph: Graph) -> list[CArg]:
+    """Arguments of ecc_sub_s16 (portable/sub_s16.c.j2)."""
+    p, (lo, hi) = sub_params_s16(node, graph)
+    ints = [p.input1_mult, p.input1_shift, p.input2_mult, p.input2_shift, p.left_shift, p.output_mult,
+            p.output_shift, lo, hi]
+    return [*map(CArg.lit, ints), *broadcast_args(node, graph), operand(graph, node.inputs[0]),
+            operand(graph, node.inputs[1]), CArg("act", node.outputs[0])]
+
+
+def _mul_s16_args(node: Node, graph: Graph) -> list[CArg]:
+    """Arguments of ecc_mul_s16 (portable/mul_s16.c.j2)."""
+    p, (lo, hi) = mul_params_s16(node, graph)
+    return [*map(CArg.lit, (p.output_mult, p.output_shift, lo, hi)), *broadcast_args(node, graph),
+            operand(graph, node.inputs[0]), operand(graph, node.inputs[1]), CArg("act", node.outputs[0])]
 
 
 # ---- broadcast plumbing shared by the binary kernels ------------------------------------------
@@ -139,7 +213,7 @@ class _Binary(OpDef):
 
 @register("SUB", "Sub")
 class Sub(_Binary):
-    variants = rounding_twins(portable("sub"))
+    variants = (*rounding_twins(portable("sub")), portable_s16("sub", args=_sub_s16_args))
 
     def reference_f32(self, node: Node, graph: Graph, ins: list[np.ndarray]) -> list[np.ndarray]:
         return [apply_act_f32(np.subtract(ins[0], ins[1], dtype=np.float32), node.attrs.act)]
@@ -152,6 +226,10 @@ class Sub(_Binary):
         p, (lo, hi) = self._params(node, graph)
         return [sub_s8(ins[0], ins[1], p, lo, hi)]
 
+    def reference_s16(self, node: Node, graph: Graph, ins: list[np.ndarray]) -> list[np.ndarray]:
+        p, (lo, hi) = sub_params_s16(node, graph)
+        return [sub_s16(ins[0], ins[1], p, lo, hi)]
+
     def kernel_args(self, node: Node, graph: Graph) -> list[CArg]:
         p, (lo, hi) = self._params(node, graph)
         ints = [p.input1_offset, p.input1_mult, p.input1_shift, p.input2_offset, p.input2_mult, p.input2_shift,
@@ -162,7 +240,7 @@ class Sub(_Binary):
 
 @register("MUL", "Mul")
 class Mul(_Binary):
-    variants = rounding_twins(portable("mul"))
+    variants = (*rounding_twins(portable("mul")), portable_s16("mul", args=_mul_s16_args))
 
     def reference_f32(self, node: Node, graph: Graph, ins: list[np.ndarray]) -> list[np.ndarray]:
         return [apply_act_f32(np.multiply(ins[0], ins[1], dtype=np.float32), node.attrs.act)]
@@ -174,6 +252,10 @@ class Mul(_Binary):
     def reference_s8(self, node: Node, graph: Graph, ins: list[np.ndarray]) -> list[np.ndarray]:
         p, (lo, hi) = self._params(node, graph)
         return [mul_s8(ins[0], ins[1], p, lo, hi)]
+
+    def reference_s16(self, node: Node, graph: Graph, ins: list[np.ndarray]) -> list[np.ndarray]:
+        p, (lo, hi) = mul_params_s16(node, graph)
+        return [mul_s16(ins[0], ins[1], p, lo, hi)]
 
     def kernel_args(self, node: Node, graph: Graph) -> list[CArg]:
         p, (lo, hi) = self._params(node, graph)

@@ -13,7 +13,9 @@ near-ties of the exact ratio either way (0.27f / 0.02f is 13.499999), 15 of 256 
 TFLM is not the oracle here: its int8 CONCATENATION refuses inputs whose scale differs from the
 output's (Prepare check in the tflite-micro build we test against; older releases copied the bytes
 unscaled). With all inputs sharing the output's qparams, which is what the TFLite converter produces,
-every runtime agrees with this module. Owns `concat_s8`; `requantize_s8` (TFLite's integer Requantize,
+every runtime agrees with this module. 16x8 (int16, zero point 0): TFLM copies int16 values whatever
+the scales, so only equal scales are taken (check_s16_scales) and the kernel copies (concat_s16.c.j2).
+Owns `concat_s8`; `requantize_s8` (TFLite's integer Requantize,
 MBQM with a Q31 multiplier) serves quantize_ops.Requantize under "tflm".
 """
 from __future__ import annotations
@@ -28,7 +30,7 @@ from toolchain.ir import Graph, Node, QuantParams
 from toolchain.ops.binary import operand
 from toolchain.ops.fixed_point import current_rounding, quantize_multiplier, rescale, rounding_divide
 from toolchain.ops.lut import lut_s8
-from toolchain.ops.registry import CArg, OpDef, opdef, portable, rounding_twins, register
+from toolchain.ops.registry import CArg, OpDef, opdef, portable, portable_s16, rounding_twins, register
 
 COPY = (1, 0)  # float32_ratio of equal scales: ratio 1 * 2^-0, an exact copy
 MAX_SHIFT = 40  # |q - zp| * m < 2^32 <= 2^(k-1) beyond: the product rounds to 0 in both modes
@@ -122,9 +124,31 @@ def _axis(node: Node, graph: Graph) -> int:
     return node.attrs.axis % rank
 
 
+def check_s16_scales(node: Node, graph: Graph) -> None:
+    """ValueError unless every input of a 16x8 Concat has the output's scale: TFLM's int16
+    CONCATENATION copies the raw values (concatenation.cc checks only the zero points), so only
+    equal scales keep the real values (what the TFLite converter writes)."""
+    y = graph.t(node.outputs[0]).quant
+    for n in node.inputs:
+        if float(graph.t(n).quant.s) != float(y.s):
+            raise ValueError(f"int16 input {n!r} of scale {graph.t(n).quant.s:.6g} != output scale {y.s:.6g} "
+                             "(TFLM copies int16 values: requantize the input first)")
+
+
+def _s16_args(node: Node, graph: Graph) -> list[CArg]:
+    """Arguments of ecc_concat_s16 (portable/concat_s16.c.j2): inputs, outer, output row, the row
+    length of every input (int32 array), the input pointers (int16 arena or constant), the output."""
+    ax = _axis(node, graph)
+    outer = int(np.prod(graph.t(node.outputs[0]).shape[:ax], dtype=np.int64))
+    inner = np.array([int(np.prod(graph.t(n).shape[ax:], dtype=np.int64)) for n in node.inputs], np.int32)
+    return [CArg.lit(len(node.inputs)), CArg.lit(outer), CArg.lit(int(inner.sum())), CArg("array", inner, "inner"),
+            CArg("ptrs", tuple(operand(graph, n) for n in node.inputs)), CArg("act", node.outputs[0])]
+
+
 @register("CONCAT", "Concatenation")
 class Concat(OpDef):
-    variants = rounding_twins(portable("concat"), args=lambda node, graph: Concat.onnx_kernel_args(node, graph))
+    variants = (*rounding_twins(portable("concat"), args=lambda node, graph: Concat.onnx_kernel_args(node, graph)),
+                portable_s16("concat", args=_s16_args))
 
     def infer_shapes(self, node: Node, graph: Graph) -> list[tuple[int, ...]]:
         shapes = [graph.t(n).shape for n in node.inputs]
@@ -158,6 +182,11 @@ class Concat(OpDef):
                      for x, p, t in zip(ins, params, tables, strict=True)]
             return [np.concatenate([np.asarray(p, np.int8) for p in parts], axis=_axis(node, graph))]
         return [concat_s8(ins, _axis(node, graph), params)]
+
+    def reference_s16(self, node: Node, graph: Graph, ins: list[np.ndarray]) -> list[np.ndarray]:
+        """16x8: the int16 values copied (TFLM EvalUnquantized<int16_t>), all scales equal."""
+        check_s16_scales(node, graph)
+        return [np.concatenate([np.asarray(x, np.int16) for x in ins], axis=_axis(node, graph))]
 
     def kernel_args(self, node: Node, graph: Graph) -> list[CArg]:
         ax = _axis(node, graph)

@@ -11,7 +11,8 @@ with truncation when the qparams were equal; that path is gone.)
 ONNX ReduceMean and GlobalAveragePool map here. SUM (sum.py) is the same computation with
 compute_sum: multiplier QuantizeMultiplier(s_in / s_out), no 1/n; it shares this module's code
 and kernel. The reduced axes must be contiguous once size-1
-axes are ignored (the kernel walks [outer, reduced, inner]). Owns `mean_s8`.
+axes are ignored (the kernel walks [outer, reduced, inner]). Owns `mean_s8` and its 16x8 twin
+`mean_s16` (int16, zero points 0, TFLM's int16 MEAN; kernel portable/mean_s16.c.j2).
 """
 from __future__ import annotations
 
@@ -20,8 +21,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from toolchain.ir import Graph, Node, QuantParams
-from toolchain.ops.fixed_point import quantize_multiplier, rescale
-from toolchain.ops.registry import CArg, Cost, OpDef, portable, rounding_twins, register
+from toolchain.ops.fixed_point import multiply_by_quantized_multiplier, quantize_multiplier, rescale
+from toolchain.ops.registry import CArg, Cost, OpDef, opdef, portable, portable_s16, rounding_twins, register
 
 
 def mean_multiplier(s_in: float, s_out: float, n: int) -> tuple[int, int]:
@@ -47,6 +48,30 @@ def mean_s8(x: np.ndarray, axes: tuple[int, ...], q_in: QuantParams, q_out: Quan
     m, s = sum_multiplier(q_in.s, q_out.s, n, mean)
     y = rescale(total - q_in.zp * n, m, s) + q_out.zp                # double rounding, or ties to even (onnx)
     return np.clip(y, -128, 127).astype(np.int8)
+
+
+def mean_s16(x: np.ndarray, axes: tuple[int, ...], s_in: float, s_out: float, keep_dims: bool = True,
+             mean: bool = True) -> np.ndarray:
+    """16x8 mean (mean=False: sum) of int16 x over `axes`, zero points 0 (TFLM QuantizedMeanOrSum<int16_t>:
+    mean_s8's arithmetic, the 32-bit MBQM with double rounding whatever the graph's rounding, saturated
+    to int16). ValueError where TFLM's int32 arithmetic would overflow (check_mean_s16)."""
+    x = np.asarray(x, np.int64)
+    n = int(np.prod([x.shape[a] for a in axes], dtype=np.int64))
+    m, s = check_mean_s16(n, s_in, s_out, mean)
+    y = multiply_by_quantized_multiplier(x.sum(axis=axes, keepdims=keep_dims), m, s)
+    return np.clip(y, -32768, 32767).astype(np.int16)
+
+
+def check_mean_s16(n: int, s_in: float, s_out: float, mean: bool = True) -> tuple[int, int]:
+    """(multiplier, shift) of a 16x8 MEAN / SUM over n elements; ValueError when the int32 sum
+    (n * 32768) or the sum shifted left by a positive shift (s_in / (s_out n) >= 1) could leave int32,
+    where TFLM's arithmetic overflows (undefined in C) and has no result to match."""
+    m, s = sum_multiplier(s_in, s_out, n, mean)
+    if n * 32768 << max(s, 0) > 1 << 31:
+        raise ValueError(f"int16 {'MEAN' if mean else 'SUM'} over {n} elements with real multiplier "
+                         f"{float(s_in) / float(s_out) / (n if mean else 1):.6g}: the int32 sum may overflow "
+                         "(TFLM computes it in int32; use a larger output scale)")
+    return m, s
 
 
 # ---- IR glue ---------------------------------------------------------------------------------
@@ -97,9 +122,16 @@ def reduced_shape(node: Node, graph: Graph) -> tuple[int, ...]:
     return tuple(d for i, d in enumerate(shape) if i not in axes)
 
 
+def _s16_args(node: Node, graph: Graph) -> list[CArg]:
+    """Arguments of ecc_mean_s16 (portable/mean_s16.c.j2): the [outer, n, inner] layout, multiplier, shift."""
+    outer, n, inner = reduce_layout(graph.t(node.inputs[0]).shape, node.attrs.axes)
+    m, s = check_mean_s16(n, graph.t(node.inputs[0]).quant.s, graph.t(node.outputs[0]).quant.s, opdef(node).is_mean)
+    return [*map(CArg.lit, (outer, n, inner, m, s)), CArg("act", node.inputs[0]), CArg("act", node.outputs[0])]
+
+
 @register("MEAN", "Mean")
 class Mean(OpDef):
-    variants = rounding_twins(portable("mean"))
+    variants = (*rounding_twins(portable("mean")), portable_s16("mean", args=_s16_args))
     is_mean: bool = True  # False: SUM (toolchain/ops/sum.py), the same kernel without 1/n
 
     def infer_shapes(self, node: Node, graph: Graph) -> list[tuple[int, ...]]:
@@ -114,6 +146,10 @@ class Mean(OpDef):
 
     def reference_s8(self, node: Node, graph: Graph, ins: list[np.ndarray]) -> list[np.ndarray]:
         return [mean_s8(ins[0], node.attrs.axes, *self._q(node, graph), node.attrs.keep_dims, self.is_mean)]
+
+    def reference_s16(self, node: Node, graph: Graph, ins: list[np.ndarray]) -> list[np.ndarray]:
+        q_in, q_out = self._q(node, graph)
+        return [mean_s16(ins[0], node.attrs.axes, q_in.s, q_out.s, node.attrs.keep_dims, self.is_mean)]
 
     def kernel_args(self, node: Node, graph: Graph) -> list[CArg]:
         outer, n, inner = reduce_layout(graph.t(node.inputs[0]).shape, node.attrs.axes)

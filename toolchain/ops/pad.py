@@ -2,7 +2,8 @@
 PAD/PADV2, TFLM reference_ops::Pad. The pad value is the quantized constant, i.e. the zero point
 for the usual real 0 (BL-07, BL-14): never a raw 0. The numpy form is elementwise.pad_s8.
 
-The IR node carries (before, after) per axis of its (NHWC) input; rank <= 4 in C.
+The IR node carries (before, after) per axis of its (NHWC) input; rank <= 4 in C. 16x8 (int16,
+zero point 0): the same copy with an int16 pad value (pad_value_s16), kernel portable/pad_s16.c.j2.
 """
 from __future__ import annotations
 
@@ -10,9 +11,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from toolchain.ir import Graph, Node
+from toolchain.ir import DType, Graph, Node
 from toolchain.ops.elementwise import pad_s8
-from toolchain.ops.registry import CArg, OpDef, portable, register
+from toolchain.ops.registry import CArg, OpDef, portable, portable_s16, register
 
 
 @dataclass(frozen=True)
@@ -30,9 +31,22 @@ def pad_value_s8(node: Node, graph: Graph) -> int:
     return int(graph.t(node.outputs[0]).quant.quantize(np.float32(node.attrs.value)))
 
 
+def pad_value_s16(node: Node, graph: Graph) -> int:
+    """The int16 pad constant of a 16x8 Pad (zero point 0): attrs.value on the output's scale, rounded
+    half away from zero and saturated; 0 for PAD. TFLM's int16 PAD writes 0 or PADV2's raw int16
+    constant_values, which the frontend takes only on the output's scale, so this is that raw value."""
+    return int(graph.t(node.outputs[0]).quant.quantize(np.float64(node.attrs.value), DType.INT16))
+
+
+def _s16_args(node: Node, graph: Graph) -> list[CArg]:
+    """Arguments of ecc_pad_s16 (portable/pad_s16.c.j2): Pad's list with the int16 pad value."""
+    return [*Pad().kernel_args(node, graph)[:12], CArg.lit(pad_value_s16(node, graph)), CArg("act", node.inputs[0]),
+            CArg("act", node.outputs[0])]
+
+
 @register("PAD", "Pad")
 class Pad(OpDef):
-    variants = (portable("pad"),)
+    variants = (portable("pad"), portable_s16("pad", args=_s16_args))
 
     def infer_shapes(self, node: Node, graph: Graph) -> list[tuple[int, ...]]:
         shape = graph.t(node.inputs[0]).shape
@@ -52,7 +66,13 @@ class Pad(OpDef):
     def reference_s8(self, node: Node, graph: Graph, ins: list[np.ndarray]) -> list[np.ndarray]:
         return [pad_s8(ins[0], node.attrs.pads, pad_value=pad_value_s8(node, graph))]
 
+    def reference_s16(self, node: Node, graph: Graph, ins: list[np.ndarray]) -> list[np.ndarray]:
+        """16x8 (TFLM reference_ops::Pad on int16): the input copied, the border the int16 pad value."""
+        value = np.int16(pad_value_s16(node, graph))
+        return [np.pad(np.asarray(ins[0], np.int16), node.attrs.pads, constant_values=value)]
+
     def kernel_args(self, node: Node, graph: Graph) -> list[CArg]:
+        """ecc_pad_s8: 4 dims, 4 pads before, 4 after (leading axes of size 1), the pad value, in, out."""
         shape = graph.t(node.inputs[0]).shape
         lead = 4 - len(shape)
         dims = (1,) * lead + shape

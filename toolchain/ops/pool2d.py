@@ -7,6 +7,8 @@ half away from zero (BL-03) or, under `rounding: onnx`, the mean of (x - zp) rou
 (ONNX averages real values), plus zp; divisor = in-bounds count, or with count_include_pad (an ONNX
 extension; TFLite never includes padding) the cells inside the padded input, each padding cell
 counting as the zero point (real 0); cells past the declared end pads (ceil_mode) never count.
+16x8 (int16, zero point 0): avg_pool2d_s16 / max_pool2d_s16, TFLM's int16 pooling (always its
+rounding), kernels portable/{avg,max}_pool2d_s16.c.j2.
 """
 from __future__ import annotations
 
@@ -16,7 +18,8 @@ from toolchain.ops.fixed_point import check_act_range, current_rounding, roundin
 from dataclasses import dataclass
 from toolchain.ir import Graph, Node
 from toolchain.ops.common import NO_ACT, Window, act_range_s8, apply_act_f32
-from toolchain.ops.registry import CArg, Cost, OpDef, portable, register, rounding_twins
+from toolchain.ops.quant16 import activation_range_s16
+from toolchain.ops.registry import CArg, Cost, OpDef, portable, portable_s16, register, rounding_twins
 
 
 def _windows(x: np.ndarray, kernel, stride, pad, out_hw, fill: int) -> tuple[np.ndarray, np.ndarray]:
@@ -87,6 +90,34 @@ def max_pool2d_s8(x: np.ndarray, *, kernel, stride, pad=(0, 0), out_hw, act_min:
     return np.clip(v.max(axis=(3, 4)), act_min, act_max).astype(np.int8)
 
 
+MAX_TAPS_S16 = 1 << 16  # window cells of a 16x8 average pool whose int32 sum cannot overflow (TFLM's int32 acc)
+
+
+def avg_pool2d_s16(x: np.ndarray, *, kernel, stride, pad=(0, 0), out_hw, act_min: int = -32768,
+                   act_max: int = 32767) -> np.ndarray:
+    """16x8 average pooling (TFLM reference_integer_ops::AveragePool on int16): the int32 sum of the
+    in-bounds cells divided by their count, rounded half away from zero (C's truncating division of
+    sum +- count / 2), clamped. x: int16 [N, H, W, C] -> int16 [N, OH, OW, C]; the rounding mode of
+    the graph does not apply (TFLite files only). ValueError for a window with no in-bounds cell or
+    of more than MAX_TAPS_S16 cells."""
+    if kernel[0] * kernel[1] > MAX_TAPS_S16:
+        raise ValueError(f"int16 average pool window {kernel} holds more than {MAX_TAPS_S16} cells (int32 sum)")
+    v, inside = _windows(x, kernel, stride, pad, out_hw, 0)
+    cnt = inside.sum(axis=(2, 3)).astype(np.int64)
+    if np.any(cnt == 0):
+        raise ValueError("an average-pool window lies entirely in the padding")
+    avg = rounding_divide(v.sum(axis=(3, 4)), cnt[None, :, :, None], "tflm")
+    return np.clip(avg, act_min, act_max).astype(np.int16)
+
+
+def max_pool2d_s16(x: np.ndarray, *, kernel, stride, pad=(0, 0), out_hw, act_min: int = -32768,
+                   act_max: int = 32767) -> np.ndarray:
+    """16x8 max pooling (TFLM reference_integer_ops::MaxPool on int16): max over in-bounds cells
+    (-32768 for a window holding none), clamped. x: int16 [N, H, W, C] -> int16 [N, OH, OW, C]."""
+    v, _ = _windows(x, kernel, stride, pad, out_hw, -32768)
+    return np.clip(v.max(axis=(3, 4)), act_min, act_max).astype(np.int16)
+
+
 # ---- IR glue: attrs, shapes, float semantics, kernel call -----------------------------------
 @dataclass(frozen=True)
 class Pool2DAttrs:
@@ -125,16 +156,29 @@ class _Pool(OpDef):
         return dict(kernel=win.kernel, stride=win.stride, pad=win.pads[:2], out_hw=y.shape[1:3],
                     act_min=lo, act_max=hi), (lo, hi)
 
-    def _args(self, node: Node, graph: Graph, extra: list[int]) -> list[CArg]:
-        k, (lo, hi) = self._common(node, graph)
+    def _args(self, node: Node, graph: Graph, extra: list[int], s16: bool = False) -> list[CArg]:
+        k, (lo, hi) = (self._common_s16 if s16 else self._common)(node, graph)
         x, y = graph.t(node.inputs[0]), graph.t(node.outputs[0])
         ints = [*k["stride"], *k["pad"], *k["kernel"], *extra, lo, hi, *x.shape]
         return [*map(CArg.lit, ints), CArg("act", x.name), *map(CArg.lit, y.shape[1:3]), CArg("act", y.name)]
 
+    def _common_s16(self, node: Node, graph: Graph) -> tuple[dict, tuple[int, int]]:
+        """_common with the int16 activation range of a 16x8 node (zero point 0)."""
+        win, y = node.attrs.window, graph.t(node.outputs[0])
+        lo, hi = activation_range_s16(node.attrs.act, y.quant.s)
+        return dict(kernel=win.kernel, stride=win.stride, pad=win.pads[:2], out_hw=y.shape[1:3],
+                    act_min=lo, act_max=hi), (lo, hi)
+
+    def s16_args(self, node: Node, graph: Graph) -> list[CArg]:
+        """Arguments of ecc_{avg,max}_pool2d_s16: the int8 kernels' list without the ONNX padding extras."""
+        return self._args(node, graph, [], s16=True)
+
 
 @register("AVG_POOL2D", "AveragePool2D")
 class AvgPool2D(_Pool):
-    variants = rounding_twins(portable("avg_pool2d"), args=lambda n, g: AvgPool2D()._onnx_args(n, g))  # ISA: toolchain/isa/
+    # ISA variants: toolchain/isa/
+    variants = (*rounding_twins(portable("avg_pool2d"), args=lambda n, g: AvgPool2D()._onnx_args(n, g)),
+                portable_s16("avg_pool2d", args=lambda n, g: AvgPool2D().s16_args(n, g)))
 
     def reference_f32(self, node: Node, graph: Graph, ins: list[np.ndarray]) -> list[np.ndarray]:
         win = node.attrs.window
@@ -159,6 +203,11 @@ class AvgPool2D(_Pool):
         zp = graph.t(node.inputs[0]).quant.zp
         return [avg_pool2d_s8(ins[0], **self._padding(node, graph), **k, zero_point=zp)]
 
+    def reference_s16(self, node: Node, graph: Graph, ins: list[np.ndarray]) -> list[np.ndarray]:
+        if node.attrs.count_include_pad:  # an ONNX extension; 16x8 nodes come from TFLite files
+            raise ValueError("int16 average pooling with count_include_pad")
+        return [avg_pool2d_s16(ins[0], **self._common_s16(node, graph)[0])]
+
     def kernel_args(self, node: Node, graph: Graph) -> list[CArg]:
         p = self._padding(node, graph)
         return self._args(node, graph, [int(p["count_include_pad"]), *p["pad_end"], p["pad_value"]])
@@ -177,7 +226,8 @@ class AvgPool2D(_Pool):
 
 @register("MAX_POOL2D", "MaxPool2D")
 class MaxPool2D(_Pool):
-    variants = (portable("max_pool2d"),)  # ISA variants: toolchain/isa/
+    variants = (portable("max_pool2d"),  # ISA variants: toolchain/isa/
+                portable_s16("max_pool2d", args=lambda n, g: MaxPool2D().s16_args(n, g)))
 
     def reference_f32(self, node: Node, graph: Graph, ins: list[np.ndarray]) -> list[np.ndarray]:
         oh, ow = graph.t(node.outputs[0]).shape[1:3]
@@ -187,6 +237,9 @@ class MaxPool2D(_Pool):
     def reference_s8(self, node: Node, graph: Graph, ins: list[np.ndarray]) -> list[np.ndarray]:
         k, _ = self._common(node, graph)
         return [max_pool2d_s8(ins[0], **k)]
+
+    def reference_s16(self, node: Node, graph: Graph, ins: list[np.ndarray]) -> list[np.ndarray]:
+        return [max_pool2d_s16(ins[0], **self._common_s16(node, graph)[0])]
 
     def kernel_args(self, node: Node, graph: Graph) -> list[CArg]:
         return self._args(node, graph, [])
