@@ -23,6 +23,7 @@ import numpy as np
 
 from toolchain.errors import UnsupportedModel
 from toolchain.frontend.tflite_16x8 import NOT_16X8, bias64, check_weighted, int16_reason, is_int16
+from toolchain.frontend.tflite_16x8_ops import binary16
 from toolchain.frontend.tflite_reader import TflModel, TflOp, read_tflite, uint8_edges
 from toolchain.frontend.unsupported import UNKNOWN_OP, NodeUnsupported, Problem, summary_error
 from toolchain.io_dtypes import UINT8_IO
@@ -34,7 +35,7 @@ from toolchain.ops.conv2d import Conv2DAttrs
 from toolchain.ops.depthwise_conv2d import DepthwiseConv2DAttrs
 from toolchain.ops.fixed_point import softmax_params
 from toolchain.ops.fully_connected import FullyConnectedAttrs
-from toolchain.ops.pool2d import Pool2DAttrs
+from toolchain.ops.pool2d import MAX_TAPS_S16, Pool2DAttrs
 from toolchain.ops.registry import OpKind, opdef
 from toolchain.ops.shape_ops import ReshapeAttrs
 from toolchain.ops.softmax import SoftmaxAttrs
@@ -121,10 +122,10 @@ class Builder:
         _check_int8_per_tensor(t, role, self.unsupported, int16)
         return t
 
-    def operand(self, idx: int, role: str = "input") -> Tensor:
-        """An int8 per-tensor input that may be an activation or a constant (element-wise ops)."""
+    def operand(self, idx: int, role: str = "input", int16: bool = False) -> Tensor:
+        """An int8 (`int16`: int16, zero point 0) per-tensor input, activation or constant (element-wise ops)."""
         t = self.tensor(idx, role)
-        _check_int8_per_tensor(t, role, self.unsupported)
+        _check_int8_per_tensor(t, role, self.unsupported, int16)
         return t
 
     def weights(self, idx: int, rank: int, axis: int, zero_point_ok: bool = False) -> Tensor:
@@ -295,18 +296,15 @@ def fully_connected(b: Builder, input: int, weights: int, bias: int = -1, *,
 def add(b: Builder, input1: int, input2: int, *, fused_activation_function: int = 0,
         pot_scale_int16: bool = True) -> None:  # pot_scale_int16 only matters for int16 ADD
     if is_int16(b, input1):  # 16x8: TFLM's int16 ADD takes the general path whatever pot_scale_int16 says
-        x1, x2, y = b.act(input1, "input1", True), b.act(input2, "input2", True), b.act(b.op.outputs[0], "output", True)
-        if x1.shape != x2.shape:
-            raise b.unsupported(f"int16 ADD of shapes {list(x1.shape)} and {list(x2.shape)} (no broadcast in 16x8 yet)")
-        b.emit(OpKind.ADD, [x1, x2], AddAttrs(b.fused(fused_activation_function)), y)
-        return
+        return binary16(b, OpKind.ADD, input1, input2, fused_activation_function)
     x1, x2 = b.operand(input1, "input1"), b.operand(input2, "input2")
     b.emit(OpKind.ADD, [x1, x2], AddAttrs(b.fused(fused_activation_function)))
 
 
 def _pool(b: Builder, kind: OpKind, input: int, padding: int, stride_w: int, stride_h: int,
           filter_width: int, filter_height: int, fused_activation_function: int) -> None:
-    x, y = b.act(input), b.act(b.op.outputs[0], "output")
+    s16 = is_int16(b, input)  # 16x8: TFLM's int16 pooling has the int8 checks and arithmetic on int16
+    x, y = b.act(input, int16=s16), b.act(b.op.outputs[0], "output", s16)
     # TFLM pooling_common.cc PoolingPrepare refuses int8 pooling whose output scale differs from the
     # input's by more than 1e-6 (a double compare of the float32 scales) or whose zero points differ:
     # TFLM computes nothing there, so there is no result to be bit-exact with (TFLite's own kernel
@@ -318,7 +316,10 @@ def _pool(b: Builder, kind: OpKind, input: int, padding: int, stride_w: int, str
     if len(x.shape) != 4:
         raise b.unsupported(f"input {list(x.shape)} (needs NHWC)")
     win = b.window(x, (filter_height, filter_width), (stride_h, stride_w), (1, 1), padding)
-    b.emit(kind, [x], Pool2DAttrs(win, False, b.fused(fused_activation_function)))
+    if s16 and kind == OpKind.AVG_POOL2D and filter_height * filter_width > MAX_TAPS_S16:
+        raise b.unsupported(f"int16 average pool window {filter_height}x{filter_width} (TFLM's int32 sum may "
+                            f"overflow beyond {MAX_TAPS_S16} cells)")
+    b.emit(kind, [x], Pool2DAttrs(win, False, b.fused(fused_activation_function)), y)
 
 
 @converter("AVERAGE_POOL_2D")

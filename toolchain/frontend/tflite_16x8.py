@@ -8,7 +8,8 @@ non-zero zero point would be silently dropped there: refused); weights int8 symm
 bias is int32, and the depthwise kernel reads any bias as int64: only int64 biases are taken); every
 accumulator below 2^47 and every requantization shift at most 7, as TFLM's 64-bit
 MultiplyByQuantizedMultiplier assumes (quant16.py). Operators outside S16_OPS with an int16 tensor
-are refused by name (Builder.act). Not here: the converters themselves (tflite.py, tflite_ops.py).
+are refused by name (Builder.act). Not here: the converters themselves (tflite.py, tflite_ops.py;
+the int16 bodies of ADD / SUB / MUL, CONCATENATION, PAD and MEAN / SUM: tflite_16x8_ops.py).
 """
 from __future__ import annotations
 
@@ -23,7 +24,8 @@ if TYPE_CHECKING:
     from toolchain.frontend.tflite import Builder
 
 # TFLite builtin ops the frontend maps with int16 activations (the kernels of quant16.py)
-S16_OPS = ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "ADD", "QUANTIZE", "DEQUANTIZE", "RESHAPE")
+S16_OPS = ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "ADD", "QUANTIZE", "DEQUANTIZE", "RESHAPE",
+           "SUB", "MUL", "AVERAGE_POOL_2D", "MAX_POOL_2D", "CONCATENATION", "PAD", "PADV2", "MEAN", "SUM")
 NOT_16X8 = f"16x8 (int16 activations) is supported for {', '.join(S16_OPS)} only"
 
 

@@ -11,6 +11,7 @@ import numpy as np
 
 from toolchain.frontend.tflite import Builder, converter
 from toolchain.frontend.tflite_16x8 import is_int16
+from toolchain.frontend.tflite_16x8_ops import binary16, concat16, pad16
 from toolchain.ir import DType
 from toolchain.ops.binary import BinaryAttrs
 from toolchain.ops.concat import ConcatAttrs
@@ -28,6 +29,8 @@ from toolchain.ops.tanh import TanhAttrs
 
 # ---- converters added with issue 4: element-wise, data movement, activations, type edges ----
 def _binary(b: Builder, kind: OpKind, input1: int, input2: int, act: int) -> None:
+    if is_int16(b, input1):  # 16x8 (tflite_16x8_ops.py)
+        return binary16(b, kind, input1, input2, act)
     x1, x2 = b.operand(input1, "input1"), b.operand(input2, "input2")
     b.emit(kind, [x1, x2], BinaryAttrs(b.fused(act)))
 
@@ -54,6 +57,8 @@ def concatenation(b: Builder, *inputs: int, axis: int = 0, fused_activation_func
     # TFLM refuses a fused activation on CONCATENATION; the IR has none either
     if fused_activation_function:
         raise b.unsupported(f"fused activation {fused_activation_function} on CONCATENATION")
+    if inputs and is_int16(b, inputs[0]):
+        return concat16(b, inputs, axis)
     xs = [b.operand(i, f"input{k}") for k, i in enumerate(inputs)]
     b.emit(OpKind.CONCAT, xs, ConcatAttrs(int(axis) % len(xs[0].shape)))
 
@@ -67,6 +72,8 @@ def _const_ints(b: Builder, idx: int, role: str) -> np.ndarray:
 
 @converter("PAD")
 def pad(b: Builder, input: int, paddings: int) -> None:
+    if is_int16(b, input):
+        return pad16(b, input, _const_ints(b, paddings, "paddings").reshape(-1, 2))
     x = b.act(input)
     p = _const_ints(b, paddings, "paddings").reshape(-1, 2)
     b.emit(OpKind.PAD, [x], PadAttrs(tuple((int(a), int(c)) for a, c in p), 0.0))
@@ -74,6 +81,8 @@ def pad(b: Builder, input: int, paddings: int) -> None:
 
 @converter("PADV2")
 def pad_v2(b: Builder, input: int, paddings: int, constant_values: int = -1) -> None:
+    if is_int16(b, input):
+        return pad16(b, input, _const_ints(b, paddings, "paddings").reshape(-1, 2), constant_values)
     x, y = b.act(input), b.act(b.op.outputs[0], "output")
     p = _const_ints(b, paddings, "paddings").reshape(-1, 2)
     value = 0.0

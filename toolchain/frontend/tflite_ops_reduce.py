@@ -7,6 +7,8 @@ from __future__ import annotations
 import numpy as np
 
 from toolchain.frontend.tflite import SAME, VALID, Builder, converter
+from toolchain.frontend.tflite_16x8 import is_int16
+from toolchain.frontend.tflite_16x8_ops import reduce16
 from toolchain.ir import DType
 from toolchain.ops.mean import MeanAttrs, gathering_perm
 from toolchain.ops.registry import OpKind
@@ -86,6 +88,9 @@ def emit_reduction(b: Builder, kind: OpKind, x, axes: tuple[int, ...], keep: boo
 
 @converter("SUM")
 def sum_(b: Builder, input: int, axis: int, *, keep_dims: bool = False) -> None:
+    if is_int16(b, input):  # 16x8: contiguous axes only (tflite_16x8_ops.py)
+        x = b.act(input, int16=True)
+        return reduce16(b, OpKind.SUM, x, _axes(b, axis, len(x.shape)), bool(keep_dims))
     x = b.act(input)
     emit_reduction(b, OpKind.SUM, x, _axes(b, axis, len(x.shape)), bool(keep_dims))
 
@@ -93,6 +98,9 @@ def sum_(b: Builder, input: int, axis: int, *, keep_dims: bool = False) -> None:
 @converter("MEAN")
 def mean(b: Builder, input: int, axis: int, *, keep_dims: bool = False) -> None:
     # MEAN shares the lowering of the other reductions (non-contiguous axes included)
+    if is_int16(b, input):  # 16x8: contiguous axes only (tflite_16x8_ops.py)
+        x = b.act(input, int16=True)
+        return reduce16(b, OpKind.MEAN, x, _axes(b, axis, len(x.shape)), bool(keep_dims))
     x = b.act(input)
     emit_reduction(b, OpKind.MEAN, x, _axes(b, axis, len(x.shape)), bool(keep_dims))
 
