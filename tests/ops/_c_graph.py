@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
+from toolchain.codegen.context import array_ctype
 from toolchain.codegen.emit import TEMPLATE_DIR, template_env, write_kernel_headers
 from toolchain.ir import Graph
 from toolchain.lower import select_kernels
@@ -105,7 +106,7 @@ def _run(lib: ctypes.CDLL, graph: Graph, inputs: dict[str, np.ndarray]) -> dict[
                 keep.append(arr)
                 args.append(arr)
             elif arg.kind == "array":
-                a = np.ascontiguousarray(arg.value, np.int8 if np.asarray(arg.value).dtype == np.int8 else np.int32)
+                a = np.ascontiguousarray(arg.value, array_ctype(np.asarray(arg.value))[1])
                 keep.append(a)
                 args.append(ctypes.c_void_p(a.ctypes.data))
             else:

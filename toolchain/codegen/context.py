@@ -147,6 +147,15 @@ def _tensor_ref(arg, graph: Graph, plan: MemoryPlan, wnames: CNames, consts: dic
     return sym
 
 
+def array_ctype(values: np.ndarray) -> tuple[str, type]:
+    """(C type, numpy type) of a derived constant array (CArg "array"): int8 (weights re-packed
+    offline, int8 tables), int16 / uint16 (the 16x8 look-up tables) as they are, anything else int32."""
+    for np_type, ctype in ((np.int8, "int8_t"), (np.int16, "int16_t"), (np.uint16, "uint16_t")):
+        if values.dtype == np_type:
+            return ctype, np_type
+    return "int32_t", np.int32
+
+
 def build_context(graph: Graph, plan: MemoryPlan, variants: dict[str, KernelVariant], stamp: str,
                   weights_section: str = ".weights") -> ModelContext:
     """Resolve every kernel argument to C: arena offsets, constant symbols, literals."""
@@ -175,10 +184,9 @@ def build_context(graph: Graph, plan: MemoryPlan, variants: dict[str, KernelVari
             elif arg.kind == "array":
                 sym = pnames(f"{node.name}_{arg.name}")
                 values = np.asarray(arg.value)
-                ctype = "int8_t" if values.dtype == np.int8 else "int32_t"  # int8: weights re-packed offline
+                ctype, ntype = array_ctype(values)
                 role = "requantization" if arg.name in REQUANT_ARRAYS else "derived"
-                consts.setdefault(sym, ConstArray(sym, ctype, values.astype(np.int8 if ctype == "int8_t" else np.int32),
-                                                  role, tuple(arg.skipped)))
+                consts.setdefault(sym, ConstArray(sym, ctype, values.astype(ntype), role, tuple(arg.skipped)))
                 args.append(sym)
             else:
                 args.append("NULL")

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from toolchain.errors import UnsupportedModel
-from toolchain.frontend.tflite_16x8 import NOT_16X8, bias64, check_weighted, int16_reason, is_int16
+from toolchain.frontend.tflite_16x8 import NOT_16X8, bias64, check_weighted, int16_reason, is_int16, softmax16
 from toolchain.frontend.tflite_16x8_ops import binary16
 from toolchain.frontend.tflite_reader import TflModel, TflOp, read_tflite, uint8_edges
 from toolchain.frontend.unsupported import UNKNOWN_OP, NodeUnsupported, Problem, summary_error
@@ -347,6 +347,8 @@ def reshape(b: Builder, input: int, shape: int = -1, *, new_shape: Any = None) -
 
 @converter("SOFTMAX")
 def softmax(b: Builder, input: int, *, beta: float = 0.0) -> None:
+    if is_int16(b, input):  # 16x8: TFLM's int16 softmax
+        return softmax16(b, input, float(beta))
     x, y = b.act(input), b.act(b.op.outputs[0], "output")
     # TFLM softmax_common.cc CalculateSoftmaxParams: int8 output must be zp -128, scale 1/256 (+-0.1%).
     if y.quant.zp != -128 or abs(y.quant.s - 1 / 256) > 0.001 / 256:

@@ -7,25 +7,31 @@ non-zero zero point would be silently dropped there: refused); weights int8 symm
 (the int16 conv and FC kernels of TFLM accumulate in int32 with the 32-bit requantization when the
 bias is int32, and the depthwise kernel reads any bias as int64: only int64 biases are taken); every
 accumulator below 2^47 and every requantization shift at most 7, as TFLM's 64-bit
-MultiplyByQuantizedMultiplier assumes (quant16.py). Operators outside S16_OPS with an int16 tensor
-are refused by name (Builder.act). Not here: the converters themselves (tflite.py, tflite_ops.py;
-the int16 bodies of ADD / SUB / MUL, CONCATENATION, PAD and MEAN / SUM: tflite_16x8_ops.py).
+MultiplyByQuantizedMultiplier assumes (quant16.py). SOFTMAX, LOGISTIC and TANH: int16 in and out, the
+output Q0.15 as TFLM's Prepare checks it, the input scales their int32 arithmetic takes
+(activation_s16.py). Operators outside S16_OPS with an int16 tensor are refused by name (Builder.act).
+Not here: the converters themselves (tflite.py, tflite_ops.py; softmax16 / sigmoid16 are their 16x8
+branches; the int16 bodies of ADD / SUB / MUL, CONCATENATION, PAD and MEAN / SUM: tflite_16x8_ops.py).
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from toolchain.ir import DType, Tensor
+from toolchain.ops.activation_s16 import MAX_SOFTMAX_ROW, check_unit_output, sigmoid_s16_params, softmax_s16_params
 from toolchain.ops.quant16 import ACC_LIMIT, accumulator_bound, weighted_requant_s16
+from toolchain.ops.registry import OpKind
 
 if TYPE_CHECKING:
     from toolchain.frontend.tflite import Builder
 
-# TFLite builtin ops the frontend maps with int16 activations (the kernels of quant16.py)
+# TFLite builtin ops the frontend maps with int16 activations (the kernels of quant16.py, activation_s16.py)
 S16_OPS = ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "ADD", "QUANTIZE", "DEQUANTIZE", "RESHAPE",
-           "SUB", "MUL", "AVERAGE_POOL_2D", "MAX_POOL_2D", "CONCATENATION", "PAD", "PADV2", "MEAN", "SUM")
+           "SUB", "MUL", "AVERAGE_POOL_2D", "MAX_POOL_2D", "CONCATENATION", "PAD", "PADV2", "MEAN", "SUM",
+           "SOFTMAX", "LOGISTIC", "TANH")
 NOT_16X8 = f"16x8 (int16 activations) is supported for {', '.join(S16_OPS)} only"
 
 
@@ -76,3 +82,36 @@ def check_weighted(b: Builder, out_axis: int, taps: int) -> None:
         weighted_requant_s16(node, probe, out_axis)
     except ValueError as e:
         raise b.unsupported(str(e)) from None
+
+
+def _unit_activation16(b: Builder, input: int, op: str, params: Callable[[Tensor], object]) -> tuple[Tensor, Tensor]:
+    """(x, y) of a 16x8 SOFTMAX / LOGISTIC / TANH: int16 in and out with zero point 0, the output Q0.15
+    as TFLM's Prepare checks it (activation_s16.check_unit_output) and `params(x)` (the kernel's
+    parameters from the input scale) computable; the reason is refused by name otherwise."""
+    x, y = b.act(input, int16=True), b.act(b.op.outputs[0], "output", True)
+    try:
+        check_unit_output(y.quant.s, y.quant.zp, op, near=op == "softmax")
+        params(x)
+    except ValueError as e:
+        raise b.unsupported(str(e)) from None
+    return x, y
+
+
+def softmax16(b: Builder, input: int, beta: float) -> None:
+    """A 16x8 SOFTMAX (TFLM's int16 kernel: activation_s16.softmax_s16); rows of at most
+    MAX_SOFTMAX_ROW entries (beyond, TFLM's int32 sum of exps may wrap)."""
+    from toolchain.ops.softmax import SoftmaxAttrs
+
+    x, y = _unit_activation16(b, input, "softmax", lambda x: softmax_s16_params(x.quant.s, beta))
+    if x.shape[-1:] and x.shape[-1] > MAX_SOFTMAX_ROW:
+        raise b.unsupported(f"int16 softmax rows of {x.shape[-1]} entries (TFLM's int32 sum of exps may wrap "
+                            f"beyond {MAX_SOFTMAX_ROW})")
+    b.emit(OpKind.SOFTMAX, [x], SoftmaxAttrs(beta), y)
+
+
+def sigmoid16(b: Builder, input: int, kind: OpKind, attrs: object) -> None:
+    """A 16x8 LOGISTIC or TANH (TFLM's int16 kernels: activation_s16.logistic_s16 / tanh_s16)."""
+    tanh = kind == OpKind.TANH
+    x, y = _unit_activation16(b, input, "tanh" if tanh else "logistic",
+                              lambda x: sigmoid_s16_params(x.quant.s, tanh=tanh))
+    b.emit(kind, [x], attrs, y)

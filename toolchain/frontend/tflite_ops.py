@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from toolchain.frontend.tflite import Builder, converter
-from toolchain.frontend.tflite_16x8 import is_int16
+from toolchain.frontend.tflite_16x8 import is_int16, sigmoid16
 from toolchain.frontend.tflite_16x8_ops import binary16, concat16, pad16
 from toolchain.ir import DType
 from toolchain.ops.binary import BinaryAttrs
@@ -96,6 +96,8 @@ def pad_v2(b: Builder, input: int, paddings: int, constant_values: int = -1) -> 
 
 @converter("LOGISTIC")
 def logistic(b: Builder, input: int) -> None:
+    if is_int16(b, input):  # 16x8: TFLM's int16 logistic
+        return sigmoid16(b, input, OpKind.LOGISTIC, LogisticAttrs())
     x, y = b.act(input), b.act(b.op.outputs[0], "output")
     if y.quant.zp != -128:  # TFLM LogisticPrepare checks the int8 output zero point
         raise b.unsupported(f"logistic output zero point {y.quant.zp} (needs -128)")
@@ -104,6 +106,8 @@ def logistic(b: Builder, input: int) -> None:
 
 @converter("TANH")
 def tanh(b: Builder, input: int) -> None:
+    if is_int16(b, input):  # 16x8: TFLM's int16 tanh
+        return sigmoid16(b, input, OpKind.TANH, TanhAttrs())
     b.emit(OpKind.TANH, [b.act(input)], TanhAttrs())
 
 

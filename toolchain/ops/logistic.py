@@ -3,7 +3,8 @@ reference_integer_ops::Logistic with the Prepare of micro/kernels/logistic_commo
 
 (x - zp) is rescaled to Q4.27 (inputs beyond the radius saturate to -128 / 127), gemmlowp's
 fixed-point logistic gives Q0.31, and RoundingDivideByPOT(., 23) - 128 the int8 result. The output
-quantization is fixed by the spec: scale 1/256, zero point -128. Owns `logistic_s8`.
+quantization is fixed by the spec: scale 1/256, zero point -128. Owns `logistic_s8`. 16x8 (int16 in and out, Q0.15
+output): activation_s16.logistic_s16, kernel portable/logistic_s16.c.j2.
 """
 from __future__ import annotations
 
@@ -11,8 +12,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from toolchain.ir import Graph, Node, QuantParams
-from toolchain.ops.registry import CArg, OpDef, portable, register
+from toolchain.ir import DType, Graph, Node, QuantParams
+from toolchain.ops.activation_s16 import UNIT_OUT_S16, logistic_s16, sigmoid_s16_params, sigmoid_table_u16
+from toolchain.ops.registry import CArg, OpDef, portable, portable_s16, register
 from toolchain.ops.transcendental import input_rescale_params, logistic_q4, rescale_input, to_int8
 
 LOGISTIC_OUT = QuantParams.per_tensor(1.0 / 256.0, -128)
@@ -35,7 +37,7 @@ class LogisticAttrs:
 
 @register("LOGISTIC", "Logistic")
 class Logistic(OpDef):
-    variants = (portable("logistic"),)
+    variants = (portable("logistic"), portable_s16("logistic", args=lambda n, g: _s16_args(n, g), inplace_inputs=(0,)))
 
     def infer_shapes(self, node: Node, graph: Graph) -> list[tuple[int, ...]]:
         return [graph.t(node.inputs[0]).shape]
@@ -44,14 +46,25 @@ class Logistic(OpDef):
         return [(1.0 / (1.0 + np.exp(-np.asarray(ins[0], np.float64)))).astype(np.float32)]
 
     def output_qparams(self, node, graph, observed):
-        return LOGISTIC_OUT
+        # 16x8 (an int16 input): Q0.15, as TFLM's int16 logistic requires
+        return UNIT_OUT_S16 if graph.t(node.inputs[0]).dtype == DType.INT16 else LOGISTIC_OUT
 
     def reference_s8(self, node: Node, graph: Graph, ins: list[np.ndarray]) -> list[np.ndarray]:
         q = graph.t(node.inputs[0]).quant
         return [logistic_s8(ins[0], q.s, q.zp)]
+
+    def reference_s16(self, node: Node, graph: Graph, ins: list[np.ndarray]) -> list[np.ndarray]:
+        return [logistic_s16(ins[0], *sigmoid_s16_params(graph.t(node.inputs[0]).quant.s, tanh=False))]
 
     def kernel_args(self, node: Node, graph: Graph) -> list[CArg]:
         q = graph.t(node.inputs[0]).quant
         mult, shift, radius = input_rescale_params(q.s)
         ints = [q.zp, radius, mult, shift, graph.t(node.inputs[0]).size]
         return [*map(CArg.lit, ints), CArg("act", node.inputs[0]), CArg("act", node.outputs[0])]
+
+
+def _s16_args(node: Node, graph: Graph) -> list[CArg]:
+    """ecc_logistic_s16 (portable/logistic_s16.c.j2): the input rescaling, the size, TFLM's uint16 sigmoid table."""
+    mult, shift = sigmoid_s16_params(graph.t(node.inputs[0]).quant.s, tanh=False)
+    return [*map(CArg.lit, (mult, shift, graph.t(node.inputs[0]).size)), CArg("array", sigmoid_table_u16(), "table"),
+            CArg("act", node.inputs[0]), CArg("act", node.outputs[0])]

@@ -1,6 +1,7 @@
 """Softmax: the int8 reference semantics of softmax over the last axis; TFLite int8 spec, TFLM
 reference_ops::Softmax<int8_t, int8_t> (reference/softmax.h) with gemmlowp fixed point
-(exp_on_negative_values, one_over_one_plus_x_for_x_in_0_1) and common.h GetReciprocal.
+(exp_on_negative_values, one_over_one_plus_x_for_x_in_0_1) and common.h GetReciprocal. 16x8 (int16
+in and out, Q0.15 output): activation_s16.softmax_s16, kernel portable/softmax_s16.c.j2.
 
 Owns `softmax_s8` and the vectorised gemmlowp transcendental helpers it needs. Output scale is
 1/256 and zero point -128 by the spec. Parameters come from fixed_point.softmax_params.
@@ -13,9 +14,10 @@ from toolchain.ops.fixed_point import (INT32_MAX, SoftmaxParams, rounding_divide
                                        saturating_left_shift, wrap_int32)
 from toolchain.ops.fixed_point import saturating_rounding_doubling_high_mul as _mul
 from dataclasses import dataclass
-from toolchain.ir import Graph, Node, QuantParams
+from toolchain.ir import DType, Graph, Node, QuantParams
+from toolchain.ops.activation_s16 import UNIT_OUT_S16, softmax_luts, softmax_s16, softmax_s16_params
 from toolchain.ops.fixed_point import softmax_params
-from toolchain.ops.registry import CArg, Cost, OpDef, portable, register
+from toolchain.ops.registry import CArg, Cost, OpDef, portable, portable_s16, register
 
 _ACCUM_INTEGER_BITS = 12   # kAccumulationIntegerBits: sum of exps in Q12.19
 # (exponent e, Q0.31 raw of exp(-2^e)): gemmlowp's barrel shifter for Q5.26 inputs.
@@ -114,7 +116,7 @@ SOFTMAX_OUT = QuantParams.per_tensor(1.0 / 256.0, -128)  # TFLite int8 spec: fix
 @register("SOFTMAX", "Softmax")
 class Softmax(OpDef):
     stacks_samples = True  # over the last axis only, row by row
-    variants = (portable("softmax"),)
+    variants = (portable("softmax"), portable_s16("softmax", args=lambda n, g: _s16_args(n, g)))
 
     def infer_shapes(self, node: Node, graph: Graph) -> list[tuple[int, ...]]:
         return [graph.t(node.inputs[0]).shape]
@@ -125,7 +127,8 @@ class Softmax(OpDef):
         return [(e / e.sum(axis=-1, keepdims=True)).astype(np.float32)]
 
     def output_qparams(self, node, graph, observed):
-        return SOFTMAX_OUT
+        # 16x8 (an int16 input): Q0.15, as TFLM's int16 softmax requires
+        return UNIT_OUT_S16 if graph.t(node.inputs[0]).dtype == DType.INT16 else SOFTMAX_OUT
 
     def _rows(self, graph: Graph, node: Node) -> tuple[int, int]:
         shape = graph.t(node.inputs[0]).shape
@@ -136,6 +139,10 @@ class Softmax(OpDef):
         rows, size = self._rows(graph, node)
         return [softmax_s8(ins[0].reshape(rows, size), p).reshape(ins[0].shape)]
 
+    def reference_s16(self, node: Node, graph: Graph, ins: list[np.ndarray]) -> list[np.ndarray]:
+        mult, shift = softmax_s16_params(graph.t(node.inputs[0]).quant.s, node.attrs.beta)
+        return [softmax_s16(ins[0], mult, shift)]
+
     def kernel_args(self, node: Node, graph: Graph) -> list[CArg]:
         p = softmax_params(graph.t(node.inputs[0]).quant.s, node.attrs.beta)
         ints = [p.input_multiplier, p.input_left_shift, p.diff_min, *self._rows(graph, node)]
@@ -144,3 +151,13 @@ class Softmax(OpDef):
     def cost(self, node: Node, graph: Graph) -> Cost:
         c = super().cost(node, graph)
         return Cost(0, 0, c.act_read_bytes, c.act_write_bytes)
+
+
+def _s16_args(node: Node, graph: Graph) -> list[CArg]:
+    """ecc_softmax_s16 (portable/softmax_s16.c.j2): the input rescaling, rows, TFLM's two int16 tables."""
+    mult, shift = softmax_s16_params(graph.t(node.inputs[0]).quant.s, node.attrs.beta)
+    exp_lut, recip_lut = softmax_luts()
+    shape = graph.t(node.inputs[0]).shape
+    rows = int(np.prod(shape[:-1], dtype=np.int64))
+    return [*map(CArg.lit, (mult, shift, rows, shape[-1])), CArg("array", exp_lut, "exp_lut"),
+            CArg("array", recip_lut, "recip_lut"), CArg("act", node.inputs[0]), CArg("act", node.outputs[0])]
