@@ -1,6 +1,6 @@
 """The offline numbers of the dsp 16x8 kernels (toolchain/isa/dsp_s16.py), in numpy, no board needed:
-the requantization record against TFLM's 64-bit MultiplyByQuantizedMultiplier (both forms, the int32
-cast's wrap, the narrow SMLAL form), the weight reorder against SXTB16, the int32 chunk bound (exact
+the requantization records against TFLM's 64-bit MultiplyByQuantizedMultiplier (the wide record's two
+forms and the int32 cast's wrap; the narrow SMMLA record), the weight reorder against SXTB16, the int32 chunk bound (exact
 and tight), the narrow rule at its boundaries, the blob layout, and the plans' reasons."""
 from __future__ import annotations
 
@@ -43,24 +43,30 @@ def test_requant_record_is_tflm_mbqm(shift):
         assert np.any(np.abs((acc * m15) >> t) >= 1 << 31)
 
 
-def test_narrow_form_is_one_smlal():
-    """Narrow layers (accumulator inside int32, t >= 17): M_hi is 0 and M_lo < 2^31, so the record is
-    one signed SMLAL: hi32(acc * M_lo + R) >> S == TFLM's value."""
-    rng = np.random.default_rng(7)
-    for shift in range(-31, -1):
-        mult = _multipliers(rng, 400)
-        rec = dsp_s16.requant_records(mult, np.full(400, shift))
-        assert np.all(rec[:, 1] == 0) and np.all(rec[:, 0] < 1 << 31)
-        acc = rng.integers(-(1 << 31), 1 << 31, 400)
-        acc[:2] = [-(1 << 31), (1 << 31) - 1]
-        r = (rec[:, 3] << 32) | rec[:, 2]
-        y = ((acc * rec[:, 0] + r) >> 32) >> rec[:, 4]  # |acc M| < 2^62: exact in int64
-        np.testing.assert_array_equal(y, multiply_by_quantized_multiplier_s64(acc, mult, shift))
+@pytest.mark.parametrize("shift", range(-31, -1))
+def test_narrow_record_is_tflm_mbqm(shift):
+    """Narrow layers (accumulator inside int32, t >= 17): the 3-word record is one SMMLA and an ASR,
+    hi32(A * 2^32 + acc * M) >> S, with M < 2^31 (a signed operand), equal to TFLM's value for every
+    int32 accumulator (the extremes and ties acc m15 = odd * 2^(t-1) included)."""
+    rng = np.random.default_rng(200 + shift)
+    mult = _multipliers(rng, 600)
+    rec = dsp_s16.narrow_records(mult, np.full(600, shift))
+    assert np.all(rec[:, 0] < 1 << 31) and np.all(rec[:, 1] < 1 << 31) and np.all(rec[:, 2] >= 1)
+    acc = rng.integers(-(1 << 31), 1 << 31, 600)
+    acc[:2] = [-(1 << 31), (1 << 31) - 1]
+    np.testing.assert_array_equal(dsp_s16.emulate_narrow(acc, rec), multiply_by_quantized_multiplier_s64(acc, mult, shift))
+    t = 15 - shift
+    ties = np.clip((rng.integers(-1000, 1000, 600) * 2 + 1) << (t - 1), -(1 << 31), (1 << 31) - 1)
+    ones = dsp_s16.narrow_records(np.full(600, 1 << 15), np.full(600, shift))  # m15 = 1
+    np.testing.assert_array_equal(dsp_s16.emulate_narrow(ties, ones),
+                                  multiply_by_quantized_multiplier_s64(ties, 1 << 15, shift))
 
 
-def test_requant_records_refuse_shifts_outside_tflm():
+def test_records_refuse_shifts_outside_their_range():
     with pytest.raises(ValueError, match="shift"):
         dsp_s16.requant_records([1 << 30], [8])
+    with pytest.raises(ValueError, match="shift"):
+        dsp_s16.narrow_records([1 << 30], [-1])  # t = 16: M would need 32 bits unsigned
 
 
 def _sxtb16(word: np.ndarray, ror: int) -> tuple[np.ndarray, np.ndarray]:
@@ -122,19 +128,23 @@ def test_narrow_rule_at_its_boundaries():
     assert dsp_s16.narrow(w, None, np.array([-2, -2]))
 
 
-def test_gemm_blob_layout():
-    """Per pair of channels: two int64 biases, 8 bytes per 4-k group, two 5-word records; an odd last
-    channel: bias, 4 bytes per group, one record. The biases read back as written."""
+@pytest.mark.parametrize("narrow_layer", [True, False])
+def test_gemm_blob_layout(narrow_layer):
+    """Per pair of channels: two biases (narrow: int32, else int64), 8 bytes per 4-k group, two records
+    (narrow: 3 words, else 5); an odd last channel: bias, 4 bytes per group, one record. The biases
+    read back as written."""
     rng = np.random.default_rng(1)
+    bw, rw = (4, 12) if narrow_layer else (8, 20)
     for o, k in ((1, 1), (2, 4), (3, 9), (7, 33)):
         w = rng.integers(-128, 128, (o, k)).astype(np.int8)
-        bias = rng.integers(-(1 << 46), 1 << 46, o)
-        blob = dsp_s16.pack_gemm_blob(w, bias, np.full(o, 1 << 30), np.full(o, -10))
+        bias = rng.integers(-(1 << 30), 1 << 30, o) if narrow_layer else rng.integers(-(1 << 46), 1 << 46, o)
+        blob = dsp_s16.pack_gemm_blob(w, bias, np.full(o, 1 << 30), np.full(o, -10), narrow_layer)
         g = -(-k // 4)
-        assert blob.dtype == np.int8 and blob.size == (o // 2) * (16 + 8 * g + 40) + (o % 2) * (8 + 4 * g + 20)
-        assert blob[:8].view("<i8")[0] == bias[0]
+        assert blob.dtype == np.int8
+        assert blob.size == (o // 2) * (2 * bw + 8 * g + 2 * rw) + (o % 2) * (bw + 4 * g + rw)
+        assert blob[:bw].view("<i4" if narrow_layer else "<i8")[0] == bias[0]
         if o > 1:
-            assert blob[8:16].view("<i8")[0] == bias[1]
+            assert blob[bw:2 * bw].view("<i4" if narrow_layer else "<i8")[0] == bias[1]
 
 
 def test_plans_give_reasons():

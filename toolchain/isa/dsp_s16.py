@@ -9,13 +9,14 @@ The numbers prepared offline:
   int16 pairs (w0, w1), (w2, w3) of the activation words;
 - how the products are summed, from the actual weights and biases (products |w x| <= 2^22): narrow
   (chunk 0, `narrow`): every |bias| + 32768 * sum |w| < 2^31, so TFLM's int64 accumulator always holds
-  an int32 and SMLAD sums it from the bias; else (accumulator_chunk) how many 4-k groups each int32
-  partial sum may take before it is added to the int64 accumulator, the largest for which 32768 *
-  sum |w| over every chunk of every output channel stays below 2^31. No sum can wrap either way: the
-  int64 sum is TFLM's exactly;
-- the requantization record (requant_records, 5 int32 words per channel): TFLM's 64-bit
-  MultiplyByQuantizedMultiplier (quant16.multiply_by_quantized_multiplier_s64) rewritten as one
-  UMLAL and two MLAs (emulate_rq is the numpy twin of the C, ecc_dsp_s16_rq).
+  an int32 and SMLAD sums it from the bias (every t >= 17 too: the SMMLA record); else
+  (accumulator_chunk) how many 4-k groups each int32 partial sum may take before it is added to the
+  int64 accumulator, the largest for which 32768 * sum |w| over every chunk of every output channel
+  stays below 2^31. No sum can wrap either way: the int64 sum is TFLM's exactly;
+- the requantization records: TFLM's 64-bit MultiplyByQuantizedMultiplier
+  (quant16.multiply_by_quantized_multiplier_s64) rewritten as one SMMLA for narrow layers
+  (narrow_records, 3 words per channel) or as one UMLAL and two MLAs (requant_records, 5 words);
+  emulate_narrow / emulate_rq are the numpy twins of the C (ecc_dsp_s16_rq32 / _rq64).
 Not here: C (c_templates/), the int8 plans (dsp.py), the 16x8 semantics (toolchain/ops, quant16.py).
 """
 from __future__ import annotations
@@ -68,8 +69,8 @@ def accumulator_chunk(w2d: np.ndarray) -> int:
 def narrow(w2d: np.ndarray, bias, shift) -> bool:
     """Whether every output channel's int64 accumulator provably fits int32 (|bias| + 32768 * sum |w|
     < 2^31 over the [O, K] weights, for every input) and every t = 15 - shift is at least 17 (the
-    multiplier word M of the record is then below 2^31): the kernels' narrow path, int32 sums from the
-    bias and one SMLAL per output (ecc_dsp_s16_rq32)."""
+    multiplier M of the narrow record is then below 2^31): the kernels' narrow path, int32 sums from the
+    bias and one SMMLA per output (narrow_records, ecc_dsp_s16_rq32)."""
     o = w2d.shape[0]
     b = np.zeros(o, np.int64) if bias is None else np.abs(np.asarray(bias, np.int64).reshape(o))
     top = b + INT16_MAGNITUDE * np.abs(w2d.astype(np.int64)).sum(axis=1)
@@ -93,6 +94,30 @@ def requant_records(mult, shift) -> np.ndarray:
     s = np.where(low, 0, t - 32)
     mask = np.int64(0xFFFFFFFF)
     return np.stack([m & mask, m >> 32, r & mask, r >> 32, s], axis=1)
+
+
+def narrow_records(mult, shift) -> np.ndarray:
+    """Per output channel the 3 int32 words (M, A, S) of ecc_dsp_s16_rq32 for narrow layers (int32
+    accumulators, every t = 15 - shift >= 17): TFLM's value is (hi32(A * 2^32 + acc * M)) >> S, one
+    SMMLA: t <= 32: M = m15 << (33 - t) (< 2^31), A = 1, S = 1 (floor((P + 2^(t-1)) / 2^(t-1)) for P =
+    acc m15, halved once more: nested floors); t > 32: M = m15, A = 2^(t-33), S = t - 32. int64 [C, 3]."""
+    mult, shift = np.asarray(mult, np.int64).reshape(-1), np.asarray(shift, np.int64).reshape(-1)
+    m15 = np.where(mult < 0x7FFF0000, (mult + (1 << 15)) >> 16, 0x7FFF)
+    t = 15 - shift
+    if np.any(t < 17) or np.any(t > 46):
+        raise ValueError(f"narrow requantization needs shifts in [-31, -2]: {shift.tolist()}")
+    low = t <= 32
+    m = np.where(low, m15 << np.where(low, 33 - t, 0), m15)
+    a = np.where(low, 1, np.int64(1) << np.where(low, 0, t - 33))
+    return np.stack([m, a, np.where(low, 1, t - 32)], axis=1)
+
+
+def emulate_narrow(acc, records: np.ndarray) -> np.ndarray:
+    """ecc_dsp_s16_rq32 in numpy: ((A << 32) + acc * M) >> 32 >> S for int32 acc [..., C] (exact in
+    int64: |acc M| < 2^62)."""
+    acc = np.asarray(acc, np.int64)
+    m, a, s = (records[:, i] for i in range(3))
+    return (((a << 32) + acc * m) >> 32) >> s
 
 
 def emulate_rq(acc, records: np.ndarray) -> np.ndarray:
@@ -133,13 +158,15 @@ def _bias64(bias, o: int) -> np.ndarray:
     return np.stack([b & 0xFFFFFFFF, (b >> 32) & 0xFFFFFFFF], axis=1)
 
 
-def pack_gemm_blob(w2d: np.ndarray, bias, mult, shift) -> np.ndarray:
+def pack_gemm_blob(w2d: np.ndarray, bias, mult, shift, narrow_layer: bool) -> np.ndarray:
     """The GEMM blob of dsp/conv2d_s16, conv2d_1x1_s16 and fully_connected_s16 (ecc_dsp_s16.h), int8:
-    per pair of output channels their int64 biases, the two rows (reorder_groups) interleaved per 4-k
-    group, their requantization records; an odd last channel: bias, row, record."""
+    per pair of output channels their biases (narrow_layer: int32, one word each; else int64, two), the
+    two rows (reorder_groups) interleaved per 4-k group, their requantization records (narrow_records
+    or requant_records); an odd last channel: bias, row, record."""
     o = w2d.shape[0]
     rows = reorder_groups(w2d).reshape(o, -1, 4)
-    bias, rq = _bias64(bias, o), requant_records(mult, shift)
+    bias64 = _bias64(bias, o)
+    bias, rq = (bias64[:, :1], narrow_records(mult, shift)) if narrow_layer else (bias64, requant_records(mult, shift))
     parts = []
     for r in range(0, o, 2):
         pair = slice(r, min(r + 2, o))
@@ -171,7 +198,7 @@ def conv2d_plan_why(k: dict, x_shape: tuple[int, ...], w: np.ndarray, bias, y_sh
         w2d = np.pad(w2d, ((0, 0), (0, -w2d.shape[1] % 4)))
     mult, shift = _requant(k, w2d.shape[0])
     chunk = 0 if narrow(w2d, bias, shift) else accumulator_chunk(w2d)
-    blob = pack_gemm_blob(w2d, bias, mult, shift)
+    blob = pack_gemm_blob(w2d, bias, mult, shift, chunk == 0)
     geometry = [*k["stride"]] if pointwise else [*k["stride"], *k["pad"], *k["dilation"]]
     args = [*map(CArg.lit, [*geometry, chunk, k["act_min"], k["act_max"], *x_shape]), CArg("act", x),
             *map(CArg.lit, [] if pointwise else w.shape[1:3]), CArg("array", blob, "wpack"),
@@ -183,10 +210,10 @@ def depthwise_plan_why(k: dict, x_shape: tuple[int, ...], w: np.ndarray, bias, y
                        x: str = "input", y: str = "output") -> Plan | str:
     """(argument list, scratch bytes) of ecc_dsp_depthwise_conv2d_s16 for the depthwise_conv2d_s16
     keyword arguments `k` and [1, KH, KW, C * mult] weights: each tap's channel quads reordered (depth
-    multiplier 1; the last C % 4 channels, and every channel for multiplier > 1, stay in place), per
-    channel 7 int32 words (int64 bias, requantization record), narrow = 1 when every channel's window
-    fits the int32 sum from its bias (else int64 sums, one int32 partial per kernel row); else the
-    reason: a kernel row whose products an int32 cannot hold."""
+    multiplier 1; the last C % 4 channels, and every channel for multiplier > 1, stay in place); narrow
+    = 1 when every channel's window fits the int32 sum from its bias (`narrow`), with 4 int32 words per
+    channel (bias, narrow record), else 7 (int64 bias, wide record: int64 sums, one int32 partial per
+    kernel row); else the reason: a kernel row whose products an int32 cannot hold."""
     _, kh, kw, cout = w.shape
     taps = w.reshape(kh, kw, cout)
     if int(np.abs(taps.astype(np.int64)).sum(axis=1).max(initial=0)) * INT16_MAGNITUDE >= INT32_LIMIT:
@@ -196,9 +223,12 @@ def depthwise_plan_why(k: dict, x_shape: tuple[int, ...], w: np.ndarray, bias, y
         quads = cout & ~3
         wr[:, :quads] = reorder_groups(wr[:, :quads])
     mult, shift = _requant(k, cout)
-    rq = np.concatenate([_bias64(bias, cout), requant_records(mult, shift)], axis=1)
-    ints = [*k["stride"], *k["pad"], *k["dilation"], k["depth_multiplier"],
-            int(narrow(taps.reshape(kh * kw, cout).T, bias, shift)), k["act_min"], k["act_max"]]
+    narrow_layer = narrow(taps.reshape(kh * kw, cout).T, bias, shift)
+    bias64 = _bias64(bias, cout)
+    rq = (np.concatenate([bias64[:, :1], narrow_records(mult, shift)], axis=1) if narrow_layer else
+          np.concatenate([bias64, requant_records(mult, shift)], axis=1))
+    ints = [*k["stride"], *k["pad"], *k["dilation"], k["depth_multiplier"], int(narrow_layer), k["act_min"],
+            k["act_max"]]
     args = [*map(CArg.lit, ints), CArg("array", _int32(rq.reshape(-1)), "rq"), *map(CArg.lit, x_shape),
             CArg("act", x), CArg.lit(kh), CArg.lit(kw), CArg("array", wr.reshape(-1), "w"),
             *map(CArg.lit, y_shape[1:]), CArg("act", y)]
@@ -210,8 +240,8 @@ def fc_plan_why(k: dict, x_shape: tuple[int, ...], w: np.ndarray, bias, y_shape:
     """(argument list, scratch bytes) of ecc_dsp_fully_connected_s16 for quant16.weighted_requant_s16's
     `k` (per-channel out_mult / out_shift), [O, K] weights and the int64 bias: the GEMM blob, chunk."""
     mult, shift = _requant(k, w.shape[0])
-    blob = pack_gemm_blob(w, bias, mult, shift)
     chunk = 0 if narrow(w, bias, shift) else accumulator_chunk(w)
+    blob = pack_gemm_blob(w, bias, mult, shift, chunk == 0)
     args = [*map(CArg.lit, [chunk, k["act_min"], k["act_max"], *x_shape]), CArg("act", x),
             CArg("array", blob, "wpack"), CArg.lit(y_shape[1]), CArg("act", y)]
     return args, 0

@@ -9,22 +9,26 @@
  *   with zero weights (the kernels never read activations beyond K).
  * - Accumulation, chosen per layer from the actual weights and biases (|w x| <= 2^22 per product):
  *   narrow (chunk 0): every |bias| + 32768 * sum |w| < 2^31, so TFLM's int64 accumulator always holds
- *   an int32: SMLAD sums from the bias in int32, and the requantization is one SMLAL
- *   (ecc_dsp_s16_rq32; every t >= 17 is required too). Wide (chunk >= 1): int32 partial sums of `chunk`
- *   4-k groups at most (32768 * sum |w| < 2^31 over each chunk of each channel), each added to the
- *   int64 accumulator, which starts at the bias; the requantization takes the 64-bit form
+ *   an int32, and every t = 15 - shift >= 17: SMLAD sums from the int32 bias, and the requantization
+ *   is one SMMLA and one ASR (ecc_dsp_s16_rq32). Wide (chunk >= 1): int32 partial sums of `chunk` 4-k
+ *   groups at most (32768 * sum |w| < 2^31 over each chunk of each channel), each added to the int64
+ *   accumulator, which starts at the int64 bias; the requantization takes the 64-bit form
  *   (ecc_dsp_s16_rq64). Either way the int64 sum is TFLM's exactly.
- * - Requantization record (5 int32 words per output channel): TFLM's (int32)((acc * m15 + 2^(t-1)) >> t),
- *   m15 the Q15 multiplier, t = 15 - shift in [8, 46], as (int32)(hi32(acc * M + R) >> S) mod 2^64:
- *   t <= 32: M = m15 << (32 - t) (64-bit: M_lo, M_hi), R = 2^31, S = 0 (the high word is bits t..t+31
- *   of the exact sum, TFLM's int32 cast included); t > 32: M = m15, R = 2^(t-1), S = t - 32 (the high
- *   word holds the whole sum, |acc m15| < 2^62). Words: M_lo, M_hi, R_lo, R_hi, S. Numpy twin:
- *   dsp_s16.requant_records / emulate_rq.
+ * - Requantization: TFLM's (int32)((acc * m15 + 2^(t-1)) >> t), m15 the Q15 multiplier, t = 15 - shift
+ *   in [8, 46]. Narrow record (3 words: M, A, S): (hi32(A * 2^32 + acc * M)) >> S, one SMMLA:
+ *   t <= 32: M = m15 << (33 - t) (< 2^31 as t >= 17), A = 1, S = 1 (the high word is
+ *   floor((P + 2^(t-1)) / 2^(t-1)) for P = acc m15, below 2^30; one more halving floors it by 2^t);
+ *   t > 32: M = m15, A = 2^(t-33), S = t - 32. Wide record (5 words: M_lo, M_hi, R_lo, R_hi, S):
+ *   (int32)(hi32(acc * M + R) >> S) mod 2^64, one UMLAL and two MLAs: t <= 32: M = m15 << (32 - t)
+ *   (64-bit), R = 2^31, S = 0 (the high word is bits t..t+31 of the exact sum, TFLM's int32 cast
+ *   included); t > 32: M = m15, R = 2^(t-1), S = t - 32. Numpy twins: dsp_s16.requant_records,
+ *   emulate_rq (wide) and narrow_records, emulate_narrow.
  * - Output clamp: ECC_DSP_S16_FULL (the int16 range: SSAT), _RELU ([0, 32767]: USAT), _CLAMP (any).
- * - GEMM blob (conv2d, conv2d_1x1, fully_connected), read front to back with one pointer: per pair of
- *   output channels the two int64 biases (lo, hi words), the two rows interleaved per 4-k group (8
- *   bytes per group, a partial last group padded), the two requantization records; an odd last
- *   channel: its bias, its groups (4 bytes each), its record. Word aligned throughout.
+ * - GEMM blob (conv2d, conv2d_1x1, fully_connected), read front to back with one pointer, word
+ *   aligned: per pair of output channels the two biases (narrow: int32 each; wide: int64 each, lo and
+ *   hi words), the two rows interleaved per 4-k group (8 bytes per group, a partial last group
+ *   padded), the two requantization records; an odd last channel: its bias, its groups (4 bytes each),
+ *   its record.
  * 32-bit loads of activations are LDR (the 2-byte alignment of odd channel counts is fine for LDR,
  * not for LDRD/LDM).
  */
@@ -37,7 +41,8 @@
 
 #include "ecc_dsp.h"
 
-#define ECC_DSP_S16_RQ_WORDS 5
+#define ECC_DSP_S16_RQ_WORDS 5     /* wide record */
+#define ECC_DSP_S16_RQ32_WORDS 3   /* narrow record */
 #define ECC_DSP_S16_FULL 0
 #define ECC_DSP_S16_RELU 1
 #define ECC_DSP_S16_CLAMP 2
@@ -72,16 +77,16 @@ static inline int64_t ecc_dsp_s16_ld8(const void *p)
     return b;
 }
 
-/* TFLM's MultiplyByQuantizedMultiplier of an accumulator known to fit int32 (narrow layers, every
- * t >= 17 so that M < 2^31): hi32(acc * M + R) >> S, one SMLAL. */
+/* TFLM's MultiplyByQuantizedMultiplier of an accumulator known to fit int32 (narrow layers) from its
+ * narrow record q = (M, A, S): hi32(A * 2^32 + acc * M) >> S, one SMMLA. */
 static inline int32_t ecc_dsp_s16_rq32(int32_t acc, const int32_t *q)
 {
-    int64_t r = ecc_dsp_s16_ld8(q + 2);
-    r += (int64_t)acc * q[0];
-    return (int32_t)(r >> 32) >> q[4];
+    int32_t h;
+    __asm__("smmla %0, %1, %2, %3" : "=r"(h) : "r"(acc), "r"(q[0]), "r"(q[1]));
+    return h >> q[2];
 }
 
-/* The same of an int64 accumulator (wide layers): UMLAL of its low word, MLAs of its high word and of
+/* The same of an int64 accumulator (wide layers) from its wide record: UMLAL of its low word, MLAs of its high word and of
  * the multiplier's high word, modulo 2^64 as TFLM's int64 arithmetic and int32 cast. */
 static inline int32_t ecc_dsp_s16_rq64(int64_t acc, const int32_t *q)
 {
@@ -291,14 +296,15 @@ static inline __attribute__((always_inline)) void ecc_dsp_s16_gemm(
         if (chunk == 0) { /* narrow: int32 from the biases' low words */
             ecc_dsp_s16_sums_t s;
             s.a0 = s.b0 = ecc_dsp_ld4(w);
-            s.a1 = s.b1 = ecc_dsp_ld4(w + 8);
-            w += 16;
+            s.a1 = s.b1 = ecc_dsp_ld4(w + 4);
+            w += 8;
             ecc_dsp_s16_pair_sums(&w, &pa, &pb, groups, tail, &s, cols);
             q = (const int32_t *)(const void *)w;
             y0 = ecc_dsp_s16_rq32(s.a0, q);
-            y1 = ecc_dsp_s16_rq32(s.a1, q + ECC_DSP_S16_RQ_WORDS);
+            y1 = ecc_dsp_s16_rq32(s.a1, q + ECC_DSP_S16_RQ32_WORDS);
             z0 = cols == 2 ? ecc_dsp_s16_rq32(s.b0, q) : 0;
-            z1 = cols == 2 ? ecc_dsp_s16_rq32(s.b1, q + ECC_DSP_S16_RQ_WORDS) : 0;
+            z1 = cols == 2 ? ecc_dsp_s16_rq32(s.b1, q + ECC_DSP_S16_RQ32_WORDS) : 0;
+            w += 8 * ECC_DSP_S16_RQ32_WORDS;
         } else { /* wide: int32 partial sums of `chunk` groups into the int64 accumulators */
             int64_t a0 = ecc_dsp_s16_ld8(w), a1 = ecc_dsp_s16_ld8(w + 8), b0 = a0, b1 = a1;
             int32_t g = 0;
@@ -321,8 +327,8 @@ static inline __attribute__((always_inline)) void ecc_dsp_s16_gemm(
             y1 = ecc_dsp_s16_rq64(a1, q + ECC_DSP_S16_RQ_WORDS);
             z0 = cols == 2 ? ecc_dsp_s16_rq64(b0, q) : 0;
             z1 = cols == 2 ? ecc_dsp_s16_rq64(b1, q + ECC_DSP_S16_RQ_WORDS) : 0;
+            w += 8 * ECC_DSP_S16_RQ_WORDS;
         }
-        w += 8 * ECC_DSP_S16_RQ_WORDS;
         oa[oc] = (int16_t)ECC_DSP_S16_SAT(y0, sat, lo, hi);
         oa[oc + 1] = (int16_t)ECC_DSP_S16_SAT(y1, sat, lo, hi);
         if (cols == 2) {
@@ -336,7 +342,7 @@ static inline __attribute__((always_inline)) void ecc_dsp_s16_gemm(
         int32_t y, z;
         if (chunk == 0) {
             int32_t sa = ecc_dsp_ld4(w), sb = sa;
-            w += 8;
+            w += 4;
             ecc_dsp_s16_row_sums(&w, &pa, &pb, groups, tail, &sa, &sb, cols);
             q = (const int32_t *)(const void *)w;
             y = ecc_dsp_s16_rq32(sa, q);
