@@ -45,8 +45,8 @@ def test_16x8_conv_net_bit_exact_with_tflm(tmp_path, edgecc, need_board, board):
         reasons = [op["kernel_reason"] for op in ops]
         assert reasons[1:4] == [None] * 3 and reasons[5] is None  # the fastest kernel the board has
         assert "int16 activations (16x8)" in reasons[4]  # Add: the dsp kernels are int8 only and say so
-        # the dsp kernels' share: under a third of the portable 16x8 kernels' 243,496 instructions for
-        # the four weighted ops (measured on this net: 54,331)
-        assert sum(ops[i]["instructions"] for i in (1, 2, 3, 5)) < 243_496 // 3
+        # the four weighted ops: under a quarter of the portable 16x8 kernels' 243,496 instructions
+        # (measured: 52,569 = conv 38,683 + depthwise 8,849 + 1x1 3,726 + FC 1,311)
+        assert sum(ops[i]["instructions"] for i in (1, 2, 3, 5)) < 243_496 // 4
     # int16 buffers: the arena holds 2-byte activations (the live peak is conv 1's input + output)
     assert r["arena_bytes"] >= 2 * (8 * 8 * 3 + 8 * 8 * 8)
