@@ -69,8 +69,8 @@ def op_cases(op: str, tag: str, x: np.ndarray, w: np.ndarray, bias, k: dict, exp
         plans = [("ecc_dsp_fully_connected_s16", dsp_s16.fc_plan_why(k, x.shape, w, bias, expected.shape))]
     cases = [resolve(f"{tag}-{fn[4:-4]}", fn, plan[0], {"input": x}, "output", plan[1], expected)
              for fn, plan in plans if not isinstance(plan, str)]
-    cases.append(resolve(f"{tag}-portable_{op}", f"ecc_{op}_s16", portable_args(op, k, x.shape, w, bias, expected.shape),
-                         {"input": x}, "output", 0, expected))
+    args = portable_args(op, k, x.shape, w, bias, expected.shape)
+    cases.append(resolve(f"{tag}-portable_{op}", f"ecc_{op}_s16", args, {"input": x}, "output", 0, expected))
     return cases
 
 

@@ -1,7 +1,8 @@
 """The offline numbers of the dsp 16x8 kernels (toolchain/isa/dsp_s16.py), in numpy, no board needed:
 the requantization records against TFLM's 64-bit MultiplyByQuantizedMultiplier (the wide record's two
-forms and the int32 cast's wrap; the narrow SMMLA record), the weight reorder against SXTB16, the int32 chunk bound (exact
-and tight), the narrow rule at its boundaries, the blob layout, and the plans' reasons."""
+forms and the int32 cast's wrap; the narrow SMMLA record), the weight reorder against SXTB16, the
+int32 chunk bound (exact and tight), the narrow rule at its boundaries, the blob layout, and the
+plans' reasons."""
 from __future__ import annotations
 
 import numpy as np
@@ -54,7 +55,8 @@ def test_narrow_record_is_tflm_mbqm(shift):
     assert np.all(rec[:, 0] < 1 << 31) and np.all(rec[:, 1] < 1 << 31) and np.all(rec[:, 2] >= 1)
     acc = rng.integers(-(1 << 31), 1 << 31, 600)
     acc[:2] = [-(1 << 31), (1 << 31) - 1]
-    np.testing.assert_array_equal(dsp_s16.emulate_narrow(acc, rec), multiply_by_quantized_multiplier_s64(acc, mult, shift))
+    np.testing.assert_array_equal(dsp_s16.emulate_narrow(acc, rec),
+                                  multiply_by_quantized_multiplier_s64(acc, mult, shift))
     t = 15 - shift
     ties = np.clip((rng.integers(-1000, 1000, 600) * 2 + 1) << (t - 1), -(1 << 31), (1 << 31) - 1)
     ones = dsp_s16.narrow_records(np.full(600, 1 << 15), np.full(600, shift))  # m15 = 1

@@ -86,8 +86,9 @@ static inline int32_t ecc_dsp_s16_rq32(int32_t acc, const int32_t *q)
     return h >> q[2];
 }
 
-/* The same of an int64 accumulator (wide layers) from its wide record: UMLAL of its low word, MLAs of its high word and of
- * the multiplier's high word, modulo 2^64 as TFLM's int64 arithmetic and int32 cast. */
+/* The same of an int64 accumulator (wide layers) from its wide record: UMLAL of its low word, MLAs of
+ * its high word and of the multiplier's high word, modulo 2^64 as TFLM's int64 arithmetic and int32
+ * cast. */
 static inline int32_t ecc_dsp_s16_rq64(int64_t acc, const int32_t *q)
 {
     const uint32_t a_lo = (uint32_t)acc, a_hi = (uint32_t)((uint64_t)acc >> 32);
