@@ -10,7 +10,7 @@ import toolchain.isa  # noqa: F401 - attaches the ISA kernel variants (dsp, heli
 from toolchain.errors import UnsupportedModel
 from toolchain.ir import Graph, Node
 from toolchain.ops.fixed_point import graph_rounding
-from toolchain.ops.registry import KernelVariant, opdef
+from toolchain.ops.registry import KernelVariant, kernel_dtype, opdef
 
 
 def select_kernels(graph: Graph, preference: Sequence[str], features: Collection[str] = (),
@@ -54,7 +54,8 @@ def kernel_reasons(graph: Graph, chosen: dict[str, KernelVariant], preference: S
     when its chosen variant is the fastest the op has for the board (no variant of an ISA folder
     earlier in `preference` than the chosen one's exists). The reason is the first a faster variant
     gives in preference order (KernelVariant.why_not, the user's words, e.g. "dsp: weights hold
-    -128"); without one: the board lacks a feature the variant needs, the layout is not the
+    -128"; of an ISA folder with kernels of the node's activation type, int8 or 16x8, only those speak);
+    without one: the board lacks a feature the variant needs, the layout is not the
     variant's, "rounding onnx: no <isa> twin" (a registry.tflm_only kernel under `rounding: onnx`),
     or "no <isa> kernel for these parameters"."""
     order = [*preference, *(["portable"] if "portable" not in preference else [])]
@@ -67,6 +68,11 @@ def kernel_reasons(graph: Graph, chosen: dict[str, KernelVariant], preference: S
             continue
         rank = order.index(v.isa) if v.isa in order else len(order)
         faster = [f for isa in order[:rank] for f in opdef(node).variants if f.isa == isa]
+        # an ISA folder with kernels of the node's activation type (int8 / 16x8) speaks through those
+        # only; the other type's kernels speak ("no kernel for int16 activations") where it has none
+        dtype = kernel_dtype(node, graph)
+        typed = {f.isa for f in faster if f.dtype == dtype}
+        faster = [f for f in faster if f.dtype == dtype or f.isa not in typed]
         reasons = [_why_not(f, node, graph, have, layouts.get(node.outputs[0], "NHWC")) for f in faster]
         specific = [r for r, own in reasons if own]
         out[node.name] = specific[0] if specific else reasons[0][0] if reasons else None

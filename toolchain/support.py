@@ -122,7 +122,10 @@ def render() -> str:
                                "(kernel `portable_onnx` in the report, or `<isa>..._onnx` where an ISA has one: "
                                f"{isa_twins or 'none'}; the other ISA kernels round as TFLM does and are not used): "
                                + ", ".join(_twinned()) + ".", 100)]
-    out += ["", *textwrap.wrap("16x8 (TFLite files with int16 activations; kernel `portable_s16` on every board): "
+    isa_s16 = "; ".join(f"{', '.join(names)} on {isa} boards for {', '.join(ops)}"
+                        for isa, (names, ops) in _isa_s16().items())
+    out += ["", *textwrap.wrap("16x8 (TFLite files with int16 activations; kernel `portable_s16` on every board"
+                               + (f", or {isa_s16}" if isa_s16 else "") + "): "
                                + ", ".join(_s16_ops()) + "; TFLite operators " + ", ".join(_s16_tflite())
                                + ". Any other operator with an int16 tensor is refused by name.", 100)]
     return "\n".join(out) + "\n"
@@ -133,6 +136,20 @@ def _s16_ops() -> list[str]:
     from toolchain.ops.registry import REGISTRY
 
     return sorted(k.value for k, op in REGISTRY.items() if any(v.dtype == "s16" for v in op.variants))
+
+
+def _isa_s16() -> dict[str, tuple[list[str], list[str]]]:
+    """ISA -> (its 16x8 kernel names, the IR ops they run), for the ISAs with 16x8 kernels."""
+    from toolchain.ops.registry import REGISTRY
+
+    found: dict[str, tuple[set[str], set[str]]] = {}
+    for kind, op in REGISTRY.items():
+        for v in op.variants:
+            if v.dtype == "s16" and v.isa != "portable":
+                names, ops = found.setdefault(v.isa, (set(), set()))
+                names.add(f"`{v.name}`")
+                ops.add(kind.value)
+    return {isa: (sorted(n), sorted(o)) for isa, (n, o) in sorted(found.items())}
 
 
 def _s16_tflite() -> list[str]:

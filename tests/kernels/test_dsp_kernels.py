@@ -27,9 +27,11 @@ def results(tmp_path_factory, need_board):
 
 def test_cases_cover_every_entry_point():
     """Each dsp entry point of ecc_dsp_kernels.h is exercised by at least one case (the onnx-rounding
-    ones in dsp_onnx_cases.py, run by test_dsp_onnx_rounding.py: one firmware run each keeps QEMU's
-    time limit)."""
-    used = {c.function for c in CASES + dsp_onnx_cases.onnx_cases()}
+    ones in dsp_onnx_cases.py, run by test_dsp_onnx_rounding.py, the 16x8 ones in dsp_s16_cases.py, run
+    by test_dsp_s16_kernels.py: one firmware run each keeps QEMU's time limit)."""
+    import dsp_s16_cases
+
+    used = {c.function for c in CASES + dsp_onnx_cases.onnx_cases() + dsp_s16_cases.all_cases()}
     assert set(dsp_harness.prototypes()) <= used, set(dsp_harness.prototypes()) - used
 
 

@@ -66,20 +66,50 @@ def test_graph_holds_int16_activations_and_int64_bias(tmp_path):
     assert x.quant.zp == 0 and y.quant.zp == 0
 
 
+# the dsp 16x8 kernel each weighted case takes on a DSP board (toolchain/isa/dsp_s16.py)
+DSP_S16 = {"conv_same": "dsp_s16", "conv_1x1_no_bias": "dsp_1x1_s16", "dw_same": "dsp_s16", "fc": "dsp_s16"}
+
+
 def test_int16_nodes_take_the_s16_kernels_on_every_isa(tmp_path):
-    """No int8 or ISA kernel runs an int16 node, whatever the board prefers; the report says why."""
-    for name in ("conv_same", "dw_same", "fc", "add", "quantize_int8_int16", "quantize_int16_int8",
-                 "quantize_float_int16", "dequantize_int16"):
+    """No int8 kernel ever runs an int16 node, whatever the board prefers: on a DSP board Conv2D,
+    DepthwiseConv2D and FullyConnected take the dsp 16x8 kernels, every other int16 node (and every
+    int16 node on helium or neon boards) the portable _s16 ones, and the report says why."""
+    for name in ("conv_same", "conv_1x1_no_bias", "dw_same", "fc", "add", "quantize_int8_int16",
+                 "quantize_int16_int8", "quantize_float_int16", "dequantize_int16"):
         (tmp_path / f"{name}.tflite").write_bytes(CASES[name][0])
         g = load_tflite(tmp_path / f"{name}.tflite")
         for prefs, feats in ((["portable"], ()), (["dsp", "portable"], ("dsp",)), (["helium", "portable"], ("mve", "mve_fp")),
                              (["neon", "portable"], ("dotprod",))):
             chosen = select_kernels(g, prefs, feats)
             kernels = [chosen[n.name] for n in g.nodes if n.name in chosen]
-            assert kernels and all(v.dtype == "s16" and v.isa == "portable" for v in kernels), (name, prefs)
+            assert kernels and all(v.dtype == "s16" for v in kernels), (name, prefs)
             reasons = kernel_reasons(g, chosen, prefs, feats)
-            if prefs[0] != "portable" and name in ("conv_same", "fc"):
-                assert "int16" in reasons[g.nodes[-1].name]
+            last = g.nodes[-1].name
+            if prefs[0] == "dsp" and name in DSP_S16:
+                assert (kernels[-1].isa, kernels[-1].name, reasons[last]) == ("dsp", DSP_S16[name], None)
+                continue
+            assert all(v.isa == "portable" for v in kernels), (name, prefs)
+            if prefs[0] != "portable" and name in ("conv_same", "fc", "add"):
+                assert "int16" in reasons[last], reasons[last]
+
+
+def test_16x8_nodes_the_dsp_kernels_refuse_say_why(tmp_path):
+    """A 16x8 node no dsp 16x8 kernel takes (a grouped convolution) keeps the portable kernel, and its
+    kernel_reason is the dsp 16x8 kernels' (not the int8 kernels' "no kernel for int16 activations")."""
+    rng = np.random.default_rng(5)
+    m = Model()
+    x = m.tensor((1, 4, 4, 4), I16, F32(1e-3), 0)
+    w = m.tensor((4, 3, 3, 2), I8, [F32(0.01)] * 4, [0] * 4, rng.integers(-127, 128, (4, 3, 3, 2)).astype(np.int8))
+    b = m.tensor([4], I64, [1e-5] * 4, [0] * 4, np.zeros(4, np.int64))
+    y = m.tensor((1, 4, 4, 4), I16, F32(1e-2), 0)
+    o = S.Conv2DOptionsT()
+    o.padding, o.strideH, o.strideW = S.Padding.SAME, 1, 1
+    (tmp_path / "m.tflite").write_bytes(m.build_ops([(OP.CONV_2D, OPT.Conv2DOptions, o, [x, w, b], [y])], [x], [y]))
+    g = load_tflite(tmp_path / "m.tflite")
+    chosen = select_kernels(g, ["dsp", "portable"], ("dsp",))
+    (v,) = chosen.values()
+    assert (v.isa, v.dtype) == ("portable", "s16")
+    assert kernel_reasons(g, chosen, ["dsp", "portable"], ("dsp",))[g.nodes[0].name] == "dsp: grouped convolution"
 
 
 def test_int8_models_keep_their_kernels(tmp_path):

@@ -129,4 +129,34 @@ int ecc_dsp_maximum_s8(int8_t *scratch,
     const int8_t *input1, const int8_t *input2, int8_t *output);
 __typeof__(ecc_dsp_maximum_s8) ecc_dsp_minimum_s8;
 
+/* 16x8 (int16 activations with zero point 0, int8 weights, int64 biases; ecc_dsp_s16.h): chunk 0 (narrow)
+ * sums each output in int32 from its bias, chunk >= 1 sums `chunk` 4-k groups in int32 before the int64
+ * accumulator (toolchain/isa/dsp_s16.py proves either per layer); conv2d, conv2d_1x1, fully_connected:
+ * one GEMM blob of weights, biases and requantization records; depthwise: the weights reordered per
+ * channel quad, 7 words per channel in `rq` (bias, requantization record), narrow 1 or 0 (int64 sums,
+ * one int32 partial per kernel row) */
+int ecc_dsp_conv2d_s16(int8_t *scratch,
+    int32_t stride_h, int32_t stride_w, int32_t pad_top, int32_t pad_left, int32_t dilation_h, int32_t dilation_w,
+    int32_t chunk, int32_t act_min, int32_t act_max,
+    int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, const int16_t *input,
+    int32_t k_h, int32_t k_w, const int8_t *weights,
+    int32_t out_h, int32_t out_w, int32_t out_c, int16_t *output);
+
+int ecc_dsp_conv2d_1x1_s16(int8_t *scratch,
+    int32_t stride_h, int32_t stride_w, int32_t chunk, int32_t act_min, int32_t act_max,
+    int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, const int16_t *input,
+    const int8_t *weights,
+    int32_t out_h, int32_t out_w, int32_t out_c, int16_t *output);
+
+int ecc_dsp_depthwise_conv2d_s16(int8_t *scratch,
+    int32_t stride_h, int32_t stride_w, int32_t pad_top, int32_t pad_left, int32_t dilation_h, int32_t dilation_w,
+    int32_t depth_multiplier, int32_t narrow, int32_t act_min, int32_t act_max, const int32_t *rq,
+    int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, const int16_t *input,
+    int32_t k_h, int32_t k_w, const int8_t *weights,
+    int32_t out_h, int32_t out_w, int32_t out_c, int16_t *output);
+
+int ecc_dsp_fully_connected_s16(int8_t *scratch, int32_t chunk, int32_t act_min, int32_t act_max,
+    int32_t batches, int32_t in_depth, const int16_t *input, const int8_t *weights,
+    int32_t out_depth, int16_t *output);
+
 #endif /* ECC_DSP_KERNELS_H */
