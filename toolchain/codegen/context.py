@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from toolchain.codegen.cnames import CNames
-from toolchain.codegen.filters import c_double, c_int, c_string  # noqa: F401 (c_string: re-exported)
+from toolchain.codegen.filters import c_float, c_int, c_string  # noqa: F401 (c_string: re-exported)
 from toolchain.io_dtypes import io_ctype, io_qparams
 from toolchain.ir import Graph, QuantParams
 from toolchain.memory import MemoryPlan
@@ -173,8 +173,8 @@ def build_context(graph: Graph, plan: MemoryPlan, variants: dict[str, KernelVari
         for arg in (variant.args or op.kernel_args)(node, graph):
             if arg.kind == "int":
                 args.append(c_int(arg.value))
-            elif arg.kind == "real":
-                args.append(c_double(arg.value))
+            elif arg.kind == "real":  # a float32 parameter (the float edge kernels: single precision)
+                args.append(c_float(arg.value))
             elif arg.kind in ("act", "const"):
                 args.append(_tensor_ref(arg, graph, plan, wnames, consts))
             elif arg.kind == "ptrs":  # an array of tensor pointers, as a C99 compound literal
