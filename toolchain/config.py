@@ -22,7 +22,7 @@ FLAGS = {"board": "--board", "repeats": "--repeat", "warmup": "--warmup", "optim
 # that can never pass, so each kind is checked as written.
 _STRS = ("board", "weights_section")
 _CHOICES = {"calibration_method": ("mse", "minmax", "percentile", "kl", "auto"), "rounding": ("tflm", "onnx"), "optimize": ("speed", "ram"),
-            "kernels": ("auto", "portable")}
+            "kernels": ("auto", "portable"), "io_layout": ("NHWC", "NCHW"), "io_dtype": ("int8", "uint8", "float32")}
 _INTS = {"repeats": (1, 1000), "warmup": (0, 1000), "batch": (1, 4096)}
 _FLOATS = {"min_top1_agreement": (0.0, 1.0), "min_sqnr_db": (-math.inf, math.inf)}
 _BOOLS = ("profile", "debug_guards")
@@ -119,6 +119,12 @@ class Config:
     batch: int = 1  # inferences per run: the batch axis of every model input (per-inference figures = total / batch)
     debug_guards: bool = False  # guard bytes after every arena buffer, checked after every op (a debug build)
     kernels: str = "auto"  # auto: the board's kernel_preference; portable: the portable C kernels only (a baseline)
+    # the layout of 4-D inputs / outputs in the generated API: NHWC (ONNX: no Transpose at the edges) or
+    # NCHW; None: the model file's own (ONNX NCHW, TFLite NHWC). toolchain.frontend.onnx_builder
+    io_layout: str | None = None
+    # the element type of the quantized inputs / outputs in the generated API: int8, uint8 or float32 (the
+    # library quantizes / dequantizes); None: the model file's own. toolchain.passes.set_io_dtype
+    io_dtype: str | None = None
     source: Path | None = None  # the YAML file, for messages
 
 
@@ -243,6 +249,9 @@ def load_config(path: Path | None, overrides: dict[str, Any]) -> Config:
     cfg = Config(**kw)
     if cfg.model is None:
         raise InputError(f"{where}: no model given; pass --model PATH or set `model:` in the YAML")
+    if cfg.io_layout == "NCHW" and cfg.model.suffix.lower() == ".tflite":
+        raise InputError(f"{where}: io_layout: NCHW applies to ONNX models; a .tflite model's inputs and outputs are "
+                         f"NHWC ({cfg.model.name}): remove `io_layout` or set it to NHWC")
     if cfg.rounding == "onnx" and cfg.model.suffix.lower() == ".tflite":
         raise InputError(f"{where}: rounding: onnx applies to ONNX models; a .tflite follows TFLite's arithmetic "
                          f"({cfg.model.name}): remove `rounding: onnx`")

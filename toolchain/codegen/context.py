@@ -83,6 +83,42 @@ class GuardView:
 
 
 @dataclass(frozen=True)
+class BoardFlags:
+    """The board's compiler and flags as OUT/lib/edgecc.mk / edgecc.cmake export them (boards.yaml
+    toolchain.cflags): `arch` the machine flags (-mcpu, -mfpu, -mfloat-abi, -mthumb, -march: every -m
+    flag), `defines` the -D flags, `opt` the optimisation level the report was measured with."""
+
+    board: str = ""
+    compiler: str = "cc"
+    arch: tuple[str, ...] = ()
+    defines: tuple[str, ...] = ()
+    opt: tuple[str, ...] = ()
+
+    @staticmethod
+    def of(board: str, compiler: str, cflags: tuple[str, ...]) -> "BoardFlags":
+        """Split a board's cflags (the rest, -g and warnings, is the user's business)."""
+        def pick(prefix: str) -> tuple[str, ...]:
+            return tuple(f for f in cflags if f.startswith(prefix))
+
+        return BoardFlags(board, compiler, pick("-m"), pick("-D"), pick("-O"))
+
+
+# C feature macros per ISA folder (KernelVariant.isa) and per `requires` feature, for the guard every
+# ISA kernel file starts with (c_templates/kernels/isa_guard.j2 spells the tests and the messages)
+ISA_FEATURES = {"dsp": "dsp", "helium": "mve", "neon": "neon"}
+
+
+def kernel_features(variants: dict[str, KernelVariant]) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """(template, sorted ISA features its chosen variants need) per ISA kernel template (portable
+    ones need none): the folder's own feature plus every chosen variant's `requires`."""
+    need: dict[str, set[str]] = {}
+    for v in variants.values():
+        if v.isa in ISA_FEATURES:
+            need.setdefault(v.template, {ISA_FEATURES[v.isa]}).update(v.requires)
+    return tuple((t, tuple(sorted(f))) for t, f in sorted(need.items()))
+
+
+@dataclass(frozen=True)
 class ModelContext:
     """Everything the model library templates need."""
 
@@ -99,6 +135,7 @@ class ModelContext:
     guards: tuple[GuardView, ...] = ()  # debug guards, empty unless debug_guards: true
     guard_op_names: tuple[str, ...] = ()  # with guards: every kernel call's node name as a C literal
     guard_output_ends: tuple[int, ...] = ()  # with guards: arena offset just past each call's first output
+    kernel_features: tuple[tuple[str, tuple[str, ...]], ...] = ()  # ISA kernel template -> features it needs
 
     @property
     def kernel_header_names(self) -> tuple[str, ...]:
@@ -208,4 +245,5 @@ def build_context(graph: Graph, plan: MemoryPlan, variants: dict[str, KernelVari
     return ModelContext(stamp, plan.arena_bytes, plan.alignment, weights_section, ios[0], ios[1], tuple(calls),
                         tuple(consts.values()), templates, headers, guards,
                         tuple(c_string(n.name) for n in kernels),
-                        tuple(plan.offset_of(n.outputs[0]) + graph.t(n.outputs[0]).nbytes for n in kernels))
+                        tuple(plan.offset_of(n.outputs[0]) + graph.t(n.outputs[0]).nbytes for n in kernels),
+                        kernel_features(variants))

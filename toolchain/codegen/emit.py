@@ -10,7 +10,7 @@ from pathlib import Path
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
-from toolchain.codegen.context import ModelContext
+from toolchain.codegen.context import BoardFlags, ModelContext
 from toolchain.codegen.filters import FILTERS, c_comment
 
 TEMPLATE_DIR = Path(__file__).resolve().parents[2] / "c_templates"
@@ -97,9 +97,12 @@ def with_local_includes(headers: tuple[str, ...]) -> list[str]:
     return out
 
 
-def emit_library(ctx: ModelContext, lib_dir: Path) -> list[Path]:
-    """Write the deployable model library; returns the C sources (model, weights, kernels)."""
+def emit_library(ctx: ModelContext, lib_dir: Path, board: BoardFlags | None = None) -> list[Path]:
+    """Write the deployable model library; returns the C sources (model, weights, kernels). `board`:
+    the compiler and flags edgecc.mk / edgecc.cmake export and the ISA kernels' guards name."""
     env = template_env()
+    board = board or BoardFlags()
+    features = dict(ctx.kernel_features)
     lib_dir.mkdir(parents=True, exist_ok=True)
     stamp = f"/* {c_comment(ctx.stamp)} */\n"  # every shipped file says which generator made it
     # variant headers are paths under c_templates/kernels/ (KernelVariant.headers)
@@ -111,10 +114,13 @@ def emit_library(ctx: ModelContext, lib_dir: Path) -> list[Path]:
     sources = [_write(lib_dir / "model.c", env.get_template("model.c.j2").render(ctx=ctx)),
                _write(lib_dir / "weights.c", env.get_template("weights.c.j2").render(ctx=ctx))]
     for tpl in ctx.kernel_templates:
-        sources.append(_write(lib_dir / kernel_file(tpl), stamp + env.get_template(f"kernels/{tpl}").render()))
+        # an ISA kernel first checks the compiler targets a core with its instructions (#error naming them)
+        guard = env.get_template("kernels/isa_guard.j2").render(features=features[tpl], board=board) \
+            if tpl in features else ""
+        sources.append(_write(lib_dir / kernel_file(tpl), stamp + guard + env.get_template(f"kernels/{tpl}").render()))
     kernels = [kernel_file(t) for t in ctx.kernel_templates]
-    _write(lib_dir / "edgecc.mk", env.get_template("edgecc.mk.j2").render(ctx=ctx, sources=kernels))
-    _write(lib_dir / "edgecc.cmake", env.get_template("edgecc.cmake.j2").render(ctx=ctx, sources=kernels))
+    _write(lib_dir / "edgecc.mk", env.get_template("edgecc.mk.j2").render(ctx=ctx, sources=kernels, board=board))
+    _write(lib_dir / "edgecc.cmake", env.get_template("edgecc.cmake.j2").render(ctx=ctx, sources=kernels, board=board))
     return sources
 
 
