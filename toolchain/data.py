@@ -177,7 +177,7 @@ def load_data(path: Path, graph: Graph, pre: Preprocess, quantized: Graph | None
     out = {}
     for n, a in raw.items():
         where = f"{shown(path)} (input {clip_repr(n, 60)})"
-        pre_n = _file_layout_data(pre, a, graph, n)
+        pre_n = _file_layout_data(pre, a, graph, n, where)
         rule = data_dtype_rule(quantized, n, a.dtype, path.is_dir()) if quantized is not None and \
             n in quantized.inputs else "real"
         if rule == "refused":
@@ -198,13 +198,17 @@ def load_data(path: Path, graph: Graph, pre: Preprocess, quantized: Graph | None
     return out
 
 
-def _file_layout_data(pre: Preprocess, arr: np.ndarray, graph: Graph, name: str) -> Preprocess:
+def _file_layout_data(pre: Preprocess, arr: np.ndarray, graph: Graph, name: str, where: str) -> Preprocess:
     """`pre` reading `arr` as NCHW when input `name` is NHWC only through `io_layout: NHWC` (the ONNX
-    file's NCHW), no layout is set, and the samples have the file's NCHW shape but not the NHWC one."""
+    file's NCHW), no layout is set, and the samples have the file's NCHW shape but not the NHWC one;
+    when both fit (C == H == W) NHWC is kept, with a warning."""
     if pre.layout is not None or not is_nhwc_io(graph, name):
         return pre
     n, h, w, c = graph.t(name).shape
     tail = tuple(arr.shape[-3:])
+    if tail == (c, h, w) == (h, w, c):
+        warning(f"{where}: samples of shape {list(tail)} fit the input both as NHWC (io_layout: NHWC) and as the ONNX "
+                "file's NCHW; read as NHWC: if they are NCHW, set preprocess.layout: NCHW (or --layout NCHW)")
     return replace(pre, layout="NCHW") if tail == (c, h, w) and tail != (h, w, c) else pre
 
 

@@ -36,9 +36,10 @@ def _model(path: Path) -> Path:
              helper.make_node("Conv", ["r1", "w2"], ["y"]),
              helper.make_node("GlobalAveragePool", ["y"], ["g"]),
              helper.make_node("Flatten", ["g"], ["p"])]
-    graph = helper.make_graph(nodes, "nchw_edges", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2, 8, 8]),
-                               helper.make_tensor_value_info("p", TensorProto.FLOAT, [1, 2])], [w1, b1, w2])
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2, 8, 8])
+    p = helper.make_tensor_value_info("p", TensorProto.FLOAT, [1, 2])
+    graph = helper.make_graph(nodes, "nchw_edges", [x], [y, p], [w1, b1, w2])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
     model.ir_version = 8
     onnx.save(model, path)
@@ -160,8 +161,36 @@ def test_data_fitting_neither_layout_is_refused_naming_the_fix(case, edgecc, tmp
     assert_rejected(res, out, "wrong.npy", "[1, 8, 8, 3]", "preprocess.layout")
 
 
-def test_io_layout_nchw_is_refused_for_a_tflite_model(tmp_path):
+def test_io_keys_are_checked_as_written(tmp_path):
     with pytest.raises(InputError, match=r"io_layout: NCHW applies to ONNX models; a .tflite model's inputs"):
         load_config(None, {"model": str(tmp_path / "m.tflite"), "io_layout": "NCHW"})
     with pytest.raises(InputError, match=r"io_layout must be NHWC or NCHW, not 'nhwc'"):
         load_config(None, {"model": str(tmp_path / "m.onnx"), "io_layout": "nhwc"})
+    (tmp_path / "p.yaml").write_text("model: m.onnx\nio_dtype: int4\n")
+    with pytest.raises(InputError, match=r"p.yaml: io_dtype must be int8 or uint8 or float32, not 'int4'"):
+        load_config(tmp_path / "p.yaml", {})
+    (tmp_path / "p.yaml").write_text("model: m.onnx\nio_dtyp: int8\n")
+    with pytest.raises(InputError, match=r"p.yaml: unknown key\(s\) io_dtyp; did you mean io_dtype\? allowed: batch, "):
+        load_config(tmp_path / "p.yaml", {})
+
+
+def test_cubic_samples_are_read_nhwc_with_a_warning(tmp_path, capsys):
+    """C == H == W: NCHW and NHWC samples have the same shape; NHWC (the API's layout) is read, and said."""
+    from toolchain.config import Preprocess
+    from toolchain.data import load_data
+    from toolchain.frontend.onnx import load_onnx
+
+    w = numpy_helper.from_array(np.ones((4, 4, 1, 1), np.float32), "w")
+    graph = helper.make_graph([helper.make_node("Conv", ["x", "w"], ["y"])], "cube",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 4, 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 4, 4])], [w])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    onnx.save(model, tmp_path / "cube.onnx")
+    g = load_onnx(tmp_path / "cube.onnx", nhwc_io=True)
+    data = np.arange(2 * 64, dtype=np.float32).reshape(2, 1, 4, 4, 4)
+    np.save(tmp_path / "d.npy", data)
+    got = load_data(tmp_path / "d.npy", g, Preprocess())["x"]
+    assert np.array_equal(got, data)
+    err = capsys.readouterr().err
+    assert "fit the input both as NHWC (io_layout: NHWC) and as the ONNX file's NCHW; read as NHWC" in err

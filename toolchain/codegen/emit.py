@@ -117,7 +117,8 @@ def emit_library(ctx: ModelContext, lib_dir: Path, board: BoardFlags | None = No
         # an ISA kernel first checks the compiler targets a core with its instructions (#error naming them)
         guard = env.get_template("kernels/isa_guard.j2").render(features=features[tpl], board=board) \
             if tpl in features else ""
-        sources.append(_write(lib_dir / kernel_file(tpl), stamp + guard + env.get_template(f"kernels/{tpl}").render()))
+        text = stamp + guard + env.get_template(f"kernels/{tpl}").render()
+        sources.append(_write(lib_dir / kernel_file(tpl), text))
     kernels = [kernel_file(t) for t in ctx.kernel_templates]
     _write(lib_dir / "edgecc.mk", env.get_template("edgecc.mk.j2").render(ctx=ctx, sources=kernels, board=board))
     _write(lib_dir / "edgecc.cmake", env.get_template("edgecc.cmake.j2").render(ctx=ctx, sources=kernels, board=board))

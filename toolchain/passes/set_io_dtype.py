@@ -14,8 +14,8 @@
 
 Inputs keep their names (DATA keys are input names); outputs keep their positions. graph.meta
 DEFAULT_IO_DTYPES records, per changed edge, the dtype it has without io_dtype (for a .tflite: the
-file's own, in which TFLM is fed and compared, toolchain.io_dtypes.to_default / from_default). Not here: what a dtype means for DATA
-(toolchain.io_dtypes, toolchain.data), the kernels.
+file's own, in which TFLM is fed: toolchain.io_dtypes.to_default). Not here: what a dtype means for
+DATA (toolchain.io_dtypes, toolchain.data), the kernels.
 """
 from __future__ import annotations
 
