@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from toolchain.interpret import Transform
+from toolchain.io_layout import to_file_layout
 from toolchain.ir import DType, Graph
 from toolchain.notes import GIVEN_TENSORS
 
@@ -94,9 +95,9 @@ def ort_tensors(model: str | Path, graph_s8: Graph, names: Collection[str], data
     opts.log_severity_level = 3  # errors only: its warnings (unused initializers) are not the user's business here
     sess = ort.InferenceSession(m.SerializeToString(), opts, providers=["CPUExecutionProvider"])
     types = graph_s8.meta["onnx_io_types"]
-    feeds = {n: data_f32[n] if types[n] == "float32" else
-             (data_s8[n].astype(np.int16) + 128).astype(np.uint8) if types[n] == "uint8" else data_s8[n]
-             for n in graph_s8.inputs}
+    feeds = {n: to_file_layout(graph_s8, n, data_f32[n] if types[n] == "float32" else  # io_layout: NHWC: NCHW
+                               (data_s8[n].astype(np.int16) + 128).astype(np.uint8) if types[n] == "uint8" else
+                               data_s8[n]) for n in graph_s8.inputs}
     out_names = [o.name for o in m.graph.output]
     runs = []
     for i in range(samples):

@@ -3,6 +3,7 @@ flags. Owns the schema, defaults, validation and path resolution (YAML paths are
 YAML file, flag paths to the current directory). Every error is one InputError line."""
 from __future__ import annotations
 
+import difflib
 import math
 import re
 from dataclasses import dataclass, field, fields, replace
@@ -22,8 +23,9 @@ FLAGS = {"board": "--board", "repeats": "--repeat", "warmup": "--warmup", "optim
 # `repeats: 2.7` into 2, `profile: "false"` into True and `min_top1_agreement: 97` into a gate
 # that can never pass, so each kind is checked as written.
 _STRS = ("board", "weights_section", "name")
-_CHOICES = {"calibration_method": ("mse", "minmax", "percentile", "kl", "auto"), "rounding": ("tflm", "onnx"), "optimize": ("speed", "ram"),
-            "kernels": ("auto", "portable")}
+_CHOICES = {"calibration_method": ("mse", "minmax", "percentile", "kl", "auto"), "rounding": ("tflm", "onnx"),
+            "optimize": ("speed", "ram"), "kernels": ("auto", "portable"), "io_layout": ("NHWC", "NCHW"),
+            "io_dtype": ("int8", "uint8", "float32")}
 _INTS = {"repeats": (1, 1000), "warmup": (0, 1000), "batch": (1, 4096)}
 _FLOATS = {"min_top1_agreement": (0.0, 1.0), "min_sqnr_db": (-math.inf, math.inf)}
 _BOOLS = ("profile", "debug_guards")
@@ -125,6 +127,12 @@ class Config:
     # the library's name (toolchain/codegen/libnames.py): prefixes its symbols, macros and files so several
     # libraries link into one firmware; None: today's names (ecc_model_run, ECC_ARENA_SIZE, model.h)
     name: str | None = None
+    # the layout of 4-D inputs / outputs in the generated API: NHWC (ONNX: no Transpose at the edges) or
+    # NCHW; None: the model file's own (ONNX NCHW, TFLite NHWC). toolchain.frontend.onnx_builder
+    io_layout: str | None = None
+    # the element type of the quantized inputs / outputs in the generated API: int8, uint8 or float32 (the
+    # library quantizes / dequantizes); None: the model file's own. toolchain.passes.set_io_dtype
+    io_dtype: str | None = None
     source: Path | None = None  # the YAML file, for messages
 
 
@@ -226,8 +234,12 @@ def load_config(path: Path | None, overrides: dict[str, Any]) -> Config:
     known = {f.name for f in fields(Config)} - {"source"}
     unknown = sorted(clip_repr(k, 40) if not isinstance(k, str) else clip_text(k, 40) for k in raw if k not in known)
     if unknown:
-        raise InputError(f"{where}: unknown key(s) {clip_text(', '.join(unknown), 60)}; "
-                         f"allowed: {', '.join(sorted(known))}")
+        close = difflib.get_close_matches(unknown[0], sorted(known), n=1)  # a typo: name the key meant
+        hint = f"did you mean {close[0]}? " if close else ""
+        # the allowed keys fill the rest of one short line (README "The YAML" lists them all)
+        room = 190 - len(hint) - min(len(", ".join(unknown)), 60)
+        raise InputError(f"{where}: unknown key(s) {clip_text(', '.join(unknown), 60)}; {hint}"
+                         f"allowed: {clip_text(', '.join(sorted(known)), room)}")
     kw: dict[str, Any] = {"source": path}
     for key in ("model", "calibration", "verify", "out"):
         if raw.get(key) is not None:
@@ -249,6 +261,9 @@ def load_config(path: Path | None, overrides: dict[str, Any]) -> Config:
     cfg = Config(**kw)
     if cfg.model is None:
         raise InputError(f"{where}: no model given; pass --model PATH or set `model:` in the YAML")
+    if cfg.io_layout == "NCHW" and cfg.model.suffix.lower() == ".tflite":
+        raise InputError(f"{where}: io_layout: NCHW applies to ONNX models; a .tflite model's inputs and outputs are "
+                         f"NHWC ({cfg.model.name}): remove `io_layout` or set it to NHWC")
     if cfg.rounding == "onnx" and cfg.model.suffix.lower() == ".tflite":
         raise InputError(f"{where}: rounding: onnx applies to ONNX models; a .tflite follows TFLite's arithmetic "
                          f"({cfg.model.name}): remove `rounding: onnx`")

@@ -10,10 +10,12 @@ are NCHW). Images are decoded with Pillow to the model input's channel count (1:
 Layout when the user does not say (no preprocess.layout, no --layout): NHWC. When that reading does not
 fit the model input but the samples already have the input's own shape (ONNX .npy data in NCHW),
 they are taken as they are; when both fit (C == H == W) the NHWC reading wins (set
-`preprocess.layout` / `--layout` to choose).
+`preprocess.layout` / `--layout` to choose). With `io_layout: NHWC` an ONNX model's 4-D inputs are
+NHWC: data in the file's NCHW shape (and not in the NHWC one) are read as NCHW and transposed here.
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -22,7 +24,8 @@ from toolchain.clip import clip_repr, clip_text
 from toolchain.config import Preprocess
 from toolchain.data_files import MAX_DATA_BYTES, MAX_IMAGES, open_image, read_data_file, shown
 from toolchain.errors import InputError
-from toolchain.io_dtypes import data_dtype_rule, quantized_dtype, quantized_qparams
+from toolchain.io_dtypes import data_dtype_rule, host_quantized, quantized_dtype, quantized_qparams
+from toolchain.io_layout import is_nhwc_io
 from toolchain.ir import Graph
 from toolchain.progress import warning
 
@@ -174,6 +177,7 @@ def load_data(path: Path, graph: Graph, pre: Preprocess, quantized: Graph | None
     out = {}
     for n, a in raw.items():
         where = f"{shown(path)} (input {clip_repr(n, 60)})"
+        pre_n = _file_layout_data(pre, a, graph, n, where)
         rule = data_dtype_rule(quantized, n, a.dtype, path.is_dir()) if quantized is not None and \
             n in quantized.inputs else "real"
         if rule == "refused":
@@ -182,16 +186,30 @@ def load_data(path: Path, graph: Graph, pre: Preprocess, quantized: Graph | None
                              f"inside the model: pass {own} (its quantized values) or float32 / float64 (real values)")
         qp = _quantized_input_qparams(quantized, n) if rule == "quantized" else None
         if qp is None:
-            out[n] = preprocess(a, graph.t(n).shape, pre, where, layout)
+            out[n] = preprocess(a, graph.t(n).shape, pre_n, where, layout)
             continue
         if (pre.scale, pre.mean, pre.std, pre.channel_order) != (1.0, (), (), "RGB"):
             raise InputError(f"{where}: {a.dtype} data are the model's quantized input values; remove the preprocess "
                              "scale/mean/std/channel_order, or pass real values (float32)")
         real = (a.astype(np.float64) - qp.zp) * qp.s  # exact: quantize_inputs rounds it back to `a`
-        out[n] = preprocess(real, graph.t(n).shape, pre, where, layout)
+        out[n] = preprocess(real, graph.t(n).shape, pre_n, where, layout)
     if len({len(v) for v in out.values()}) != 1:
         raise InputError(f"{shown(path)}: inputs have different sample counts")
     return out
+
+
+def _file_layout_data(pre: Preprocess, arr: np.ndarray, graph: Graph, name: str, where: str) -> Preprocess:
+    """`pre` reading `arr` as NCHW when input `name` is NHWC only through `io_layout: NHWC` (the ONNX
+    file's NCHW), no layout is set, and the samples have the file's NCHW shape but not the NHWC one;
+    when both fit (C == H == W) NHWC is kept, with a warning."""
+    if pre.layout is not None or not is_nhwc_io(graph, name):
+        return pre
+    n, h, w, c = graph.t(name).shape
+    tail = tuple(arr.shape[-3:])
+    if tail == (c, h, w) == (h, w, c):
+        warning(f"{where}: samples of shape {list(tail)} fit the input both as NHWC (io_layout: NHWC) and as the ONNX "
+                "file's NCHW; read as NHWC: if they are NCHW, set preprocess.layout: NCHW (or --layout NCHW)")
+    return replace(pre, layout="NCHW") if tail == (c, h, w) and tail != (h, w, c) else pre
 
 
 def _quantized_input_qparams(quantized: Graph, name: str):
@@ -214,11 +232,17 @@ def _channels(shape: tuple[int, ...], layout: str) -> int:
 def quantize_inputs(data: dict[str, np.ndarray], graph: Graph) -> dict[str, np.ndarray]:
     """float32 model inputs -> int8 (int16 for a 16x8 input) with each input's scale and zero point
     (TFLite rounding; ONNX QuantizeLinear's, float32 division and ties to even, under `rounding: onnx`);
-    a float32 input (quantized inside the model by a Quantize op) stays float32."""
-    from toolchain.ops.fixed_point import graph_rounding, quantize_real
+    a float32 input (quantized inside the model by a Quantize op) stays float32. An input whose model
+    Quantize io_dtype moved to the host (io_dtypes.host_quantized) is quantized with that op's own
+    arithmetic (quantize_ops.quantize_f32_s8: TFLM's float32 division), as the model file would."""
+    from toolchain.ops.fixed_point import graph_rounding, quantize_real, rounding_mode
+    from toolchain.ops.quantize_ops import quantize_f32_s8
 
     def q(n: str, v: np.ndarray) -> np.ndarray:
         qp = graph.t(n).quant
+        if host_quantized(graph, n):
+            with rounding_mode(graph_rounding(graph)):
+                return quantize_f32_s8(v, qp.s, qp.zp)
         if graph_rounding(graph) == "onnx" and not qp.is_per_channel:
             return quantize_real(v, qp.s, qp.zp, "onnx")
         return qp.quantize(v, graph.t(n).dtype)

@@ -11,6 +11,10 @@ model's input QuantizeLinear to uint8 or int8, graph.meta["input_quant_dtypes"])
 any other, but uint8 data for it are the model's own quantized values (the DATA dtype rule,
 `data_dtype_rule`, applied by toolchain.data).
 
+YAML `io_dtype` (toolchain.passes.set_io_dtype) changes the edges' types: DEFAULT_IO_DTYPES keeps,
+per changed edge, the dtype it has without it (for a .tflite the file's own), so that the DATA rule and
+TFLM (fed and compared in the file's types: to_default / from_reference) do not change with the API.
+
 Owns the list of such edges (graph.meta["uint8_io"], set by the frontends), the conversions and the
 DATA dtype rule. Not here: the frontends that recognise them (tflite.py, onnx_qdq.py), the templates.
 """
@@ -18,10 +22,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from toolchain.ir import Graph, QuantParams
+from toolchain.ir import DType, Graph, QuantParams
 
 UINT8_IO = "uint8_io"  # graph.meta key: names of graph inputs / outputs the model declares uint8
 INPUT_QUANT_DTYPES = "input_quant_dtypes"  # graph.meta key: float32 model input -> its QuantizeLinear's dtype
+DEFAULT_IO_DTYPES = "default_io_dtypes"  # graph.meta key: edge changed by io_dtype -> its dtype without io_dtype
 QUANTIZED_DTYPES = (np.dtype(np.int8), np.dtype(np.uint8), np.dtype(np.int16))  # int16: 16x8 inputs
 
 
@@ -66,8 +71,10 @@ def from_model_dtype(graph: Graph, name: str, values: np.ndarray) -> np.ndarray:
 def quantized_dtype(graph: Graph, name: str) -> np.dtype | None:
     """The dtype of the model's own quantized values of graph input `name` of the int8 graph: uint8
     for a uint8 edge or a float32 input the model quantizes to uint8 (INPUT_QUANT_DTYPES), int8 for
-    an int8 input (the model's, or ours for a float model); None for an input that stays float32."""
-    declared = graph.meta.get(INPUT_QUANT_DTYPES, {}).get(name)
+    an int8 input (the model's, or ours for a float model); None for an input that stays float32.
+    An edge io_dtype changed keeps its default's answer (DEFAULT_IO_DTYPES): the API's type does not
+    change what DATA mean."""
+    declared = graph.meta.get(INPUT_QUANT_DTYPES, {}).get(name) or graph.meta.get(DEFAULT_IO_DTYPES, {}).get(name)
     dtype = np.dtype(declared) if declared else io_dtype(graph, name)
     return dtype if dtype in QUANTIZED_DTYPES else None
 
@@ -93,3 +100,41 @@ def data_dtype_rule(graph: Graph, name: str, dtype: np.dtype, images: bool = Fal
     if dtype == quantized_dtype(graph, name) and graph.t(name).quant is not None:
         return "quantized"
     return "refused" if float_input and dtype.kind in "iu" else "real"
+
+
+def default_dtype(graph: Graph, name: str) -> np.dtype:
+    """The dtype of graph input / output `name` without YAML io_dtype (a .tflite: the file's own)."""
+    d = graph.meta.get(DEFAULT_IO_DTYPES, {}).get(name)
+    return np.dtype(d) if d else io_dtype(graph, name)
+
+
+def host_quantized(graph: Graph, name: str) -> bool:
+    """Whether input `name` is int8 only because io_dtype moved the model's own float32 Quantize to the
+    host (toolchain.data.quantize_inputs then uses that Quantize's arithmetic, quantize_ops.quantize_f32_s8)."""
+    return default_dtype(graph, name) == np.float32 and graph.t(name).dtype != DType.FLOAT32
+
+
+def to_default(graph: Graph, name: str, values: np.ndarray, real: np.ndarray) -> np.ndarray:
+    """Samples of input `name` in its default dtype, for a reference that runs the model file (TFLM):
+    `real` (float32 data) for a float32 default, else `values` (as the graph holds them) in the model's
+    dtype (uint8 + 128)."""
+    d = default_dtype(graph, name)
+    if d == np.float32:
+        return np.asarray(real, np.float32)
+    if d == np.uint8:
+        return (np.asarray(values, np.int16) + 128).astype(np.uint8)
+    return np.asarray(values, graph.t(name).dtype.np)
+
+
+def from_reference(graph: Graph, name: str, values: np.ndarray) -> np.ndarray:
+    """Tensor `name` as a reference running the model file gives it (TFLM: the file's own dtype) -> as
+    the graph holds it, by the values' dtype: uint8 for an int8 tensor - 128; float32 for an int8
+    tensor (the file's Dequantize, which io_dtype moved to the host) back onto its int8 grid (exact:
+    distinct int8 values dequantize a whole step apart); anything else as it is."""
+    values, t = np.asarray(values), graph.t(name)
+    if t.dtype == DType.INT8 and values.dtype == np.uint8:
+        return (values.astype(np.int16) - 128).astype(np.int8)
+    if t.dtype == DType.INT8 and values.dtype.kind == "f" and t.quant is not None:
+        q = np.rint(values.astype(np.float64) / t.quant.s) + t.quant.zp
+        return np.clip(q, -128, 127).astype(np.int8)
+    return values

@@ -23,7 +23,7 @@ from quantize.zero_point_split import split_zero_point_channels
 from targets import Target, TimeSource
 from targets.build import BuildResult, Footprint, build_firmware, check_fits
 from toolchain import __version__
-from toolchain.codegen.context import ModelContext, build_context
+from toolchain.codegen.context import BoardFlags, ModelContext, build_context
 from toolchain.codegen.emit import emit_harness, emit_library
 from toolchain.codegen.libnames import LibNames
 from toolchain.batch import batched_input_shapes
@@ -40,6 +40,7 @@ from toolchain.ops.fixed_point import graph_rounding, rounding_mode
 from toolchain.ops.registry import KernelVariant
 from toolchain.passes import run_passes
 from toolchain.passes.select_layout import select_layout
+from toolchain.passes.set_io_dtype import set_io_dtype
 from toolchain.progress import show_notes, step
 from toolchain.schedule import order_for_memory
 
@@ -107,6 +108,7 @@ def import_model(cfg: Config) -> Imported:
 
 def _import_model(cfg: Config) -> Imported:
     t0 = time.monotonic()
+    nhwc_io = cfg.io_layout == "NHWC"  # ONNX: 4-D inputs / outputs NHWC, no Transpose at the edges
     if Path(cfg.model).suffix.lower() != ".tflite":  # onnx costs ~0.7 s to import: only for ONNX files
         from toolchain.frontend.onnx import load_onnx
         from toolchain.frontend.onnx_canonical import canonical_onnx
@@ -117,7 +119,7 @@ def _import_model(cfg: Config) -> Imported:
         graph, n_calib = dequantize_graph(qgraph), 0                  # its float twin (dequantized weights) as reference
     elif is_quantized_onnx(cfg.model):
         shapes = batched_input_shapes(cfg.model, cfg.input_shapes, cfg.batch)  # `batch: N`: N inferences per run
-        qdq = load_qdq(cfg.model, shapes)                             # QDQ / QLinear ONNX -> float core + the model's scales
+        qdq = load_qdq(cfg.model, shapes, nhwc_io)                    # QDQ / QLinear ONNX -> float core + the model's scales
         check_finite_graph(qdq.graph, cfg.model)                      # finite weights before passes fold them
         check_given(qdq.given, qdq.given_consts, qdq.graph, cfg.model)  # and the model's own scales / zero points
         show_notes(canonical_onnx(cfg.model, shapes).notes)           # what canonicalisation changed (one line each)
@@ -128,7 +130,7 @@ def _import_model(cfg: Config) -> Imported:
         n_calib = qgraph.meta["calibration_samples"]                  # ^ the model's quantization kept, weights bit for bit
     else:
         shapes = batched_input_shapes(cfg.model, cfg.input_shapes, cfg.batch)  # `batch: N`: N inferences per run
-        graph = load_onnx(cfg.model, shapes)                          # ONNX -> IR, NHWC activations
+        graph = load_onnx(cfg.model, shapes, nhwc_io)                 # ONNX -> IR, NHWC activations (and I/O: io_layout)
         check_finite_graph(graph, cfg.model)                          # NaN / inf weights: refused, not a "PASS"
         show_notes(canonical_onnx(cfg.model, shapes).notes)           # what canonicalisation changed (one line each)
         graph = run_passes(graph)                                     # fold constants/BatchNorm, fuse Relu/Clip, drop no-op transposes
@@ -141,6 +143,7 @@ def _import_model(cfg: Config) -> Imported:
         if qgraph.meta.get("equalized"):                              # `auto` chose cross-layer equalisation: the int8
             graph = equalize(graph)                                   # graph approximates the equalised float graph
         n_calib = len(next(iter(calib.values())))
+    qgraph = set_io_dtype(qgraph, cfg.io_dtype, str(cfg.source or "command line"))  # `io_dtype`: the API's I/O type
     rows = split_zero_point_channels(qgraph, depthwise_rows=True)    # the same, depthwise fix-ups on doubled rows (Helium)
     qgraph = split_zero_point_channels(qgraph)                       # weight zero points: the ISA kernels + exact fix-up
     if not qgraph.nodes:  # e.g. x -> Identity -> y: the library would be a copy loop, the harness nothing to time
@@ -181,7 +184,8 @@ def compile_model(cfg: Config, target: Target, out_dir: Path, *, profile: bool,
         ctx = build_context(qgraph, plan, variants, model_stamp(cfg, target), cfg.weights_section,
                             LibNames.of(cfg.name))                    # `name:` prefixes symbols, macros, files
     lib_dir, fw_dir = out_dir / "lib", out_dir / "fw"
-    lib_sources = emit_library(ctx, lib_dir)                          # OUT/lib: the deployable library
+    flags = BoardFlags.of(target.name, target.compiler, target.cflags)  # exported by edgecc.mk / .cmake
+    lib_sources = emit_library(ctx, lib_dir, flags)                   # OUT/lib: the deployable library
     harness = emit_harness(ctx, fw_dir, target.run.time_source.value, cfg.repeats, cfg.warmup)  # OUT/fw: test harness
     t1 = time.monotonic()
     defines = ([f"{ctx.names.macro}_PROFILE"] if profile else []) + debug_defines(ctx.names)

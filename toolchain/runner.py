@@ -33,6 +33,7 @@ from toolchain.errors import InputError
 from toolchain.frontend.onnx_qdq_ort import lsb_agreement, run_onnxruntime
 from toolchain.interpret import interpret
 from toolchain.io_dtypes import from_model_dtype, io_dtype, quantized_dtype
+from toolchain.io_layout import from_file_layout, to_file_layout
 from toolchain.ir import Graph
 from toolchain.lower import kernel_reasons, lowering_target
 from toolchain.memory import PLANNERS, live_bound
@@ -87,12 +88,13 @@ def _float_reference(build: Build, data: dict[str, np.ndarray], data_s8: dict[st
     opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     sess = ort.InferenceSession(str(model), opts, providers=["CPUExecutionProvider"])
     n = len(next(iter(data.values())))
+    data = {k: to_file_layout(g, k, v) for k, v in data.items()}  # io_layout: NHWC: ORT reads the file's NCHW
     if build.config.batch > 1 and declared_batch(model) == 1:  # `batch: N` on a batch-1 model: row by row
         runs = [[np.concatenate(o) for o in zip(*(sess.run(None, {k: v[i][b:b + 1] for k, v in data.items()})
                                                  for b in range(build.config.batch)))] for i in range(n)]
     else:
         runs = [sess.run(None, {k: v[i] for k, v in data.items()}) for i in range(n)]
-    return [np.stack([r[j] for r in runs]) for j in range(len(runs[0]))]
+    return [from_file_layout(g, o, np.stack([r[j] for r in runs])) for j, o in enumerate(g.outputs)]
 
 
 def static_ops(build: Build) -> list[dict[str, Any]]:
@@ -326,7 +328,7 @@ def run_and_verify(build: Build, data: dict[str, np.ndarray] | None = None) -> O
                                  ort_default)
     verification["input_saturation"] = saturation
     if build.graph_f32.meta.get("format") == "tflite":  # TFLM on the same samples: where, not only whether
-        verification.update(tflm_verification(g, Path(cfg.model), q, got))
+        verification.update(tflm_verification(g, Path(cfg.model), q, got, data))
     if status == "pass" and not verification["bit_exact"]:
         status = "mismatch"
     if status == "pass" and graph_rounding(g) == "tflm" and verification.get("tflm_bit_exact") is False:

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from toolchain.io_dtypes import from_model_dtype, to_model_dtype
+from toolchain.io_dtypes import from_reference, to_default
 from toolchain.ir import Graph
 
 TIMEOUT_S = 600
@@ -86,7 +86,7 @@ def first_difference(graph: Graph, model: Path, feeds: dict[str, np.ndarray], sa
         t = node.outputs[0]
         if t not in index or index[t] not in res["layers"]:
             continue  # tensors our frontend added (views, split ops) have no TFLM twin
-        ours, theirs = env[t], from_model_dtype(graph, t, res["layers"][index[t]]).reshape(env[t].shape)
+        ours, theirs = env[t], from_reference(graph, t, res["layers"][index[t]]).reshape(env[t].shape)
         if not np.array_equal(ours, theirs):
             d = np.abs(ours.astype(np.float64) - theirs.astype(np.float64))
             return {"op_index": k, "name": node.name, "op_type": node.op.value, "source": node.source, "tensor": t,
@@ -95,10 +95,12 @@ def first_difference(graph: Graph, model: Path, feeds: dict[str, np.ndarray], sa
 
 
 def tflm_verification(graph: Graph, model: Path, inputs: dict[str, np.ndarray],
-                      got: list[np.ndarray] | None) -> dict[str, Any]:
+                      got: list[np.ndarray] | None, real: dict[str, np.ndarray] | None = None) -> dict[str, Any]:
     """report.verification fields of a .tflite run: tflm_bit_exact (the board's outputs, or our
     interpreter's when the run produced none, vs TFLM on every sample) and a `tflm` section naming the
-    reference and, on a difference, the first op whose output differs."""
+    reference and, on a difference, the first op whose output differs. inputs: the samples as the graph
+    holds them; real: the float32 data they were quantized from (TFLM's feed for a float32 input of
+    the file that io_dtype made int8; defaults to `inputs`)."""
     section: dict[str, Any] = {"reference": reference_name(), "compared": "board outputs" if got is not None
                                else "no board outputs", "mismatches": None, "first_difference": None, "error": None}
     if not available():
@@ -107,12 +109,13 @@ def tflm_verification(graph: Graph, model: Path, inputs: dict[str, np.ndarray],
     if got is None:
         section["error"] = "the board produced no outputs"
         return {"tflm_bit_exact": None, "tflm": section}
-    ordered = [to_model_dtype(graph, n, inputs[n]) for n in graph.inputs]  # TFLM takes the file's dtypes (uint8)
+    real = real or inputs  # TFLM takes the file's dtypes (uint8; float32 where io_dtype moved the Quantize out)
+    ordered = [to_default(graph, n, inputs[n], real[n]) for n in graph.inputs]
     res = run_tflm(model, ordered)
     if "error" in res:
         section["error"] = res["error"]
         return {"tflm_bit_exact": None, "tflm": section}
-    theirs = [from_model_dtype(graph, o, b) for o, b in zip(graph.outputs, res["outputs"], strict=True)]
+    theirs = [from_reference(graph, o, b) for o, b in zip(graph.outputs, res["outputs"], strict=True)]
     diffs = [np.abs(a.astype(np.float64) - b.reshape(a.shape).astype(np.float64))
              for a, b in zip(got, theirs, strict=True)]
     count = int(sum(np.count_nonzero(d) for d in diffs))

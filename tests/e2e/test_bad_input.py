@@ -381,7 +381,7 @@ def test_tflm_mismatch_fails_the_run(edgecc, need_board, monkeypatch, tmp_path):
     few = tmp_path / "few.npy"
     np.save(few, np.load(data)[:2])
 
-    def differs(graph, model_path, inputs, got):
+    def differs(graph, model_path, inputs, got, real=None):
         node = graph.nodes[1]
         return {"tflm_bit_exact": False, "tflm": {
             "reference": "test", "compared": "board outputs", "error": None,

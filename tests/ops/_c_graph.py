@@ -98,7 +98,7 @@ def _run(lib: ctypes.CDLL, graph: Graph, inputs: dict[str, np.ndarray]) -> dict[
             if arg.kind == "int":
                 args.append(ctypes.c_int32(int(arg.value)))
             elif arg.kind == "real":
-                args.append(ctypes.c_double(float(arg.value)))
+                args.append(ctypes.c_float(float(arg.value)))
             elif arg.kind in ("act", "const"):
                 args.append(ref(arg))
             elif arg.kind == "ptrs":

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from toolchain.codegen.cnames import CNames
-from toolchain.codegen.filters import c_double, c_int, c_string  # noqa: F401 (c_string: re-exported)
+from toolchain.codegen.filters import c_float, c_int, c_string  # noqa: F401 (c_string: re-exported)
 from toolchain.codegen.libnames import LibNames
 from toolchain.io_dtypes import io_ctype, io_qparams
 from toolchain.ir import Graph, QuantParams
@@ -84,6 +84,42 @@ class GuardView:
 
 
 @dataclass(frozen=True)
+class BoardFlags:
+    """The board's compiler and flags as OUT/lib/edgecc.mk / edgecc.cmake export them (boards.yaml
+    toolchain.cflags): `arch` the machine flags (-mcpu, -mfpu, -mfloat-abi, -mthumb, -march: every -m
+    flag), `defines` the -D flags, `opt` the optimisation level the report was measured with."""
+
+    board: str = ""
+    compiler: str = "cc"
+    arch: tuple[str, ...] = ()
+    defines: tuple[str, ...] = ()
+    opt: tuple[str, ...] = ()
+
+    @staticmethod
+    def of(board: str, compiler: str, cflags: tuple[str, ...]) -> "BoardFlags":
+        """Split a board's cflags (the rest, -g and warnings, is the user's business)."""
+        def pick(prefix: str) -> tuple[str, ...]:
+            return tuple(f for f in cflags if f.startswith(prefix))
+
+        return BoardFlags(board, compiler, pick("-m"), pick("-D"), pick("-O"))
+
+
+# C feature macros per ISA folder (KernelVariant.isa) and per `requires` feature, for the guard every
+# ISA kernel file starts with (c_templates/kernels/isa_guard.j2 spells the tests and the messages)
+ISA_FEATURES = {"dsp": "dsp", "helium": "mve", "neon": "neon"}
+
+
+def kernel_features(variants: dict[str, KernelVariant]) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """(template, sorted ISA features its chosen variants need) per ISA kernel template (portable
+    ones need none): the folder's own feature plus every chosen variant's `requires`."""
+    need: dict[str, set[str]] = {}
+    for v in variants.values():
+        if v.isa in ISA_FEATURES:
+            need.setdefault(v.template, {ISA_FEATURES[v.isa]}).update(v.requires)
+    return tuple((t, tuple(sorted(f))) for t, f in sorted(need.items()))
+
+
+@dataclass(frozen=True)
 class ModelContext:
     """Everything the model library templates need."""
 
@@ -101,6 +137,7 @@ class ModelContext:
     guard_op_names: tuple[str, ...] = ()  # with guards: every kernel call's node name as a C literal
     guard_output_ends: tuple[int, ...] = ()  # with guards: arena offset just past each call's first output
     names: LibNames = LibNames()  # the library's prefix and file names (`name:`; `ecc` and today's files without)
+    kernel_features: tuple[tuple[str, tuple[str, ...]], ...] = ()  # ISA kernel template -> features it needs
 
     @property
     def kernel_header_names(self) -> tuple[str, ...]:
@@ -187,8 +224,8 @@ def build_context(graph: Graph, plan: MemoryPlan, variants: dict[str, KernelVari
         for arg in (variant.args or op.kernel_args)(node, graph):
             if arg.kind == "int":
                 args.append(c_int(arg.value))
-            elif arg.kind == "real":
-                args.append(c_double(arg.value))
+            elif arg.kind == "real":  # a float32 parameter (the float edge kernels: single precision)
+                args.append(c_float(arg.value))
             elif arg.kind in ("act", "const"):
                 args.append(_tensor_ref(arg, graph, plan, wnames, consts))
             elif arg.kind == "ptrs":  # an array of tensor pointers, as a C99 compound literal
@@ -222,4 +259,5 @@ def build_context(graph: Graph, plan: MemoryPlan, variants: dict[str, KernelVari
     return ModelContext(stamp, plan.arena_bytes, plan.alignment, weights_section, ios[0], ios[1], tuple(calls),
                         tuple(consts.values()), templates, headers, guards,
                         tuple(c_string(n.name) for n in kernels),
-                        tuple(plan.offset_of(n.outputs[0]) + graph.t(n.outputs[0]).nbytes for n in kernels), names)
+                        tuple(plan.offset_of(n.outputs[0]) + graph.t(n.outputs[0]).nbytes for n in kernels), names,
+                        kernel_features(variants))

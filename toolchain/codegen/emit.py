@@ -10,7 +10,7 @@ from pathlib import Path
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
-from toolchain.codegen.context import ModelContext
+from toolchain.codegen.context import BoardFlags, ModelContext
 from toolchain.codegen.filters import FILTERS, c_comment
 
 TEMPLATE_DIR = Path(__file__).resolve().parents[2] / "c_templates"
@@ -97,11 +97,14 @@ def with_local_includes(headers: tuple[str, ...]) -> list[str]:
     return out
 
 
-def emit_library(ctx: ModelContext, lib_dir: Path) -> list[Path]:
+def emit_library(ctx: ModelContext, lib_dir: Path, board: BoardFlags | None = None) -> list[Path]:
     """Write the deployable model library; returns the C sources (model, weights, kernels). Files and
-    identifiers carry the library's name (ctx.names: `ecc` and today's file names by default)."""
+    identifiers carry the library's name (ctx.names: `ecc` and today's file names by default). `board`:
+    the compiler and flags edgecc.mk / edgecc.cmake export and the ISA kernels' guards name."""
     env = template_env()
     names = ctx.names
+    board = board or BoardFlags()
+    features = dict(ctx.kernel_features)
     lib_dir.mkdir(parents=True, exist_ok=True)
     stamp = f"/* {c_comment(ctx.stamp)} */\n"  # every shipped file says which generator made it
     # kernels and headers are written for the `ecc` names; names.rename gives them the library's
@@ -117,9 +120,12 @@ def emit_library(ctx: ModelContext, lib_dir: Path) -> list[Path]:
                for name in ("model.c", "weights.c")]
     kernels = [names.file(kernel_file(t)) for t in ctx.kernel_templates]
     for tpl, file in zip(ctx.kernel_templates, kernels, strict=True):
-        sources.append(_write(lib_dir / file, stamp + names.rename(env.get_template(f"kernels/{tpl}").render())))
-    _write(lib_dir / "edgecc.mk", env.get_template("edgecc.mk.j2").render(ctx=ctx, sources=kernels))
-    _write(lib_dir / "edgecc.cmake", env.get_template("edgecc.cmake.j2").render(ctx=ctx, sources=kernels))
+        # an ISA kernel first checks the compiler targets a core with its instructions (#error naming them)
+        guard = env.get_template("kernels/isa_guard.j2").render(features=features[tpl], board=board) \
+            if tpl in features else ""
+        sources.append(_write(lib_dir / file, stamp + guard + names.rename(env.get_template(f"kernels/{tpl}").render())))
+    _write(lib_dir / "edgecc.mk", env.get_template("edgecc.mk.j2").render(ctx=ctx, sources=kernels, board=board))
+    _write(lib_dir / "edgecc.cmake", env.get_template("edgecc.cmake.j2").render(ctx=ctx, sources=kernels, board=board))
     return sources
 
 

@@ -92,5 +92,26 @@ def c_string(text: str) -> str:
     return '"' + "".join(out) + '"'
 
 
+def make_word(text: str) -> str:
+    """A board flag as a word in a Make variable: one line of printable ASCII, `$` doubled, `#` escaped.
+
+    >>> print(make_word("-mcpu=cortex-m4"), make_word("-DX=$1#2"))
+    -mcpu=cortex-m4 -DX=$$1\\#2
+    """
+    return _printable_ascii(text).replace("$", "$$").replace("#", "\\#")
+
+
+def cmake_arg(text: str) -> str:
+    """A board flag as one quoted CMake argument (no variable expansion, no list splitting).
+
+    >>> print(cmake_arg("-mfpu=fpv4-sp-d16"), cmake_arg('-DX="a;b${Y}"'))
+    "-mfpu=fpv4-sp-d16" "-DX=\\"a\\;b\\${Y}\\""
+    """
+    body = _printable_ascii(text)
+    for c in '\\"$;':
+        body = body.replace(c, "\\" + c)
+    return f'"{body}"'
+
+
 FILTERS = {"c_values": c_values, "c_float": c_float, "c_int": c_int, "c_double": c_double,
-           "c_comment": c_comment, "c_string": c_string}
+           "c_comment": c_comment, "c_string": c_string, "make_word": make_word, "cmake_arg": cmake_arg}

@@ -277,11 +277,13 @@ from toolchain.frontend import converter_modules  # noqa: E402
 converter_modules("onnx_ops")  # registers the converters of toolchain/frontend/onnx_ops*.py
 
 
-def load_onnx(path: str | Path, input_shapes: dict[str, tuple[int, ...]] | None = None) -> Graph:
+def load_onnx(path: str | Path, input_shapes: dict[str, tuple[int, ...]] | None = None,
+              nhwc_io: bool = False) -> Graph:
     """Read an ONNX model (float32; opset < 11 is upgraded) into a float Graph with NHWC activations,
     after toolchain.frontend.onnx_canonical (constants folded, Identity removed, static shapes).
 
-    input_shapes overrides/sets the shape of graph inputs (needed for dynamic dimensions).
+    input_shapes overrides/sets the shape of graph inputs (needed for dynamic dimensions), in the
+    file's own (NCHW) order. nhwc_io (YAML `io_layout: NHWC`): 4-D inputs and outputs NHWC.
     Raises InputError (missing/unreadable file, dynamic shape without override, non-float
     input) and UnsupportedModel (listing every unsupported node at once).
     """
@@ -290,7 +292,7 @@ def load_onnx(path: str | Path, input_shapes: dict[str, tuple[int, ...]] | None 
     opset = opset_of(model)
     if opset < 11:  # only when the file imports no default-domain opset
         raise InputError(f"{path}: opset {opset} is too old (need >= 11); re-export the model")
-    b = Builder(path, opset, model.graph.name or path.stem)
+    b = Builder(path, opset, model.graph.name or path.stem, nhwc_io)
     b.model = model
     b.check_statically(model.graph.node, CONVERTERS)   # every node with an unknown op or attribute
     try:

@@ -2,7 +2,9 @@
 emitted nodes, and the per-node context used in error messages.
 
 Owns the NCHW<->NHWC bookkeeping: `nhwc(v)` and `onnx_order(v)` return an IR tensor in the
-wanted layout, inserting (and caching) a Transpose when needed.
+wanted layout, inserting (and caching) a Transpose when needed. With `nhwc_io` (YAML `io_layout:
+NHWC`) the 4-D graph inputs and outputs themselves are NHWC ([N, H, W, C] of the ONNX [N, C, H, W]):
+no Transpose after the inputs nor before the outputs (graph.meta NHWC_IO lists them).
 """
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ from onnx import helper
 from toolchain.errors import InputError, UnsupportedModel
 from toolchain.frontend.onnx_validate import DEFAULT_DOMAINS, invalid
 from toolchain.frontend.unsupported import UNKNOWN_OP, NodeUnsupported, Problem, node_label
+from toolchain.io_layout import NHWC_IO
 from toolchain.ir import DType, Graph, Node, Tensor
 from toolchain.ir.graph import fresh_name
 from toolchain.ops.registry import OpKind, opdef
@@ -99,8 +102,9 @@ def inferred_shapes(model: Any) -> dict[str, tuple[int, ...]]:
 class Builder:
     """Accumulates IR tensors and nodes while converters run over the ONNX nodes in order."""
 
-    def __init__(self, path: Path, opset: int, name: str) -> None:
+    def __init__(self, path: Path, opset: int, name: str, nhwc_io: bool = False) -> None:
         self.path, self.opset, self.name = path, opset, name
+        self.nhwc_io = nhwc_io  # io_layout: NHWC: 4-D graph inputs and outputs in NHWC
         self.consts: dict[str, np.ndarray] = {}
         self.vals: dict[str, Val] = {}
         self.tensors: dict[str, Tensor] = {}
@@ -275,9 +279,11 @@ class Builder:
 
     # -- emission ----------------------------------------------------------------------------
     def add_input(self, name: str, shape: tuple[int, ...], dtype: DType) -> None:
-        self.tensors[name] = Tensor(name, shape, dtype)
+        """A graph input of ONNX `shape`; with nhwc_io a 4-D one is held (and given to the user) NHWC."""
+        nhwc = self.nhwc_io and len(shape) == 4
+        self.tensors[name] = Tensor(name, tuple(shape[i] for i in TO_NHWC) if nhwc else tuple(shape), dtype)
         self.inputs.append(name)
-        self.vals[name] = Val(name, False)
+        self.vals[name] = Val(name, nhwc)
 
     def add_const(self, suffix: str, data: np.ndarray) -> str:
         base = self.node.output[0] if self.node is not None else "const"
@@ -317,12 +323,16 @@ class Builder:
         self.nodes.append(node)
 
     def finish(self, outputs: list[str]) -> Graph:
+        """The Graph: ONNX outputs in ONNX element order, or with nhwc_io the 4-D ones NHWC (a Transpose
+        only where the value is not NHWC already, e.g. behind a Reshape to 4-D)."""
         self.node = None
         outs = []
         for o in outputs:
             if o not in self.vals:
                 raise UnsupportedModel(f"{self.path}: graph output {o!r} is a constant")
-            outs.append(self.onnx_order(o))
+            nhwc = self.nhwc_io and len(self.onnx_shape(o)) == 4
+            outs.append(self.nhwc(o) if nhwc else self.onnx_order(o))
+        io = [n for n in (*self.inputs, *outs) if self.nhwc_io and len(self.tensors[n].shape) == 4]
         return Graph(self.name, tuple(self.nodes), self.tensors, tuple(self.inputs), tuple(outs),
                      meta={"source": str(self.path), "opset": self.opset, "format": "onnx",
-                           "input_layout": "NCHW"})
+                           "input_layout": "NHWC" if self.nhwc_io else "NCHW", **({NHWC_IO: tuple(io)} if io else {})})

@@ -56,8 +56,8 @@ class QdqModel:
 class QdqBuilder(Builder):
     """The float Builder, plus the model's grids by ONNX name and the given constants by IR name."""
 
-    def __init__(self, path: Path, opset: int, name: str, acts: dict[str, QuantParams]) -> None:
-        super().__init__(path, opset, name)
+    def __init__(self, path: Path, opset: int, name: str, acts: dict[str, QuantParams], nhwc_io: bool = False) -> None:
+        super().__init__(path, opset, name, nhwc_io)
         self.acts = acts
         self.ir_consts: dict[str, Tensor] = {}
         self.const_sources: dict[str, str] = {}  # IR constant -> the core constant it came from
@@ -189,12 +189,14 @@ def _symmetric_weights(path: Path, s: Stripped) -> None:
             "(onnxruntime: weight_type=QInt8) or per tensor")
 
 
-def load_qdq(path: str | Path, input_shapes: dict[str, tuple[int, ...]] | None = None) -> QdqModel:
+def load_qdq(path: str | Path, input_shapes: dict[str, tuple[int, ...]] | None = None,
+             nhwc_io: bool = False) -> QdqModel:
     """Read a quantized ONNX model (QDQ or QLinear*, opset 10-21) into its float IR and the model's
     own quantization. Graph inputs are float32 in the IR whatever their ONNX type (an int8 input
     gets the grid of its first reader); graph outputs are the float twins of the model's outputs.
     A float32 input quantized by the model records its QuantizeLinear's dtype ("uint8" / "int8") in
-    graph.meta[io_dtypes.INPUT_QUANT_DTYPES] (the DATA dtype rule).
+    graph.meta[io_dtypes.INPUT_QUANT_DTYPES] (the DATA dtype rule). nhwc_io (YAML `io_layout: NHWC`):
+    4-D inputs and outputs NHWC (onnx_builder.Builder).
 
     Raises InputError (missing / unreadable file, dynamic shapes without input_shapes, input types
     other than float32 / int8 / uint8) and UnsupportedModel (every unsupported node at once)."""
@@ -206,7 +208,7 @@ def load_qdq(path: str | Path, input_shapes: dict[str, tuple[int, ...]] | None =
     s = strip(model)
     _symmetric_weights(path, s)
     converters = {**CONVERTERS, **OVERRIDES}
-    b = QdqBuilder(path, opset, model.graph.name or path.stem, s.acts)
+    b = QdqBuilder(path, opset, model.graph.name or path.stem, s.acts, nhwc_io)
     b.model, b.errors, b.index = model, list(s.errors), dict(s.index)
     b.check_statically(s.nodes, converters)                           # every node with an unknown op or attribute
     types = elem_types(model)

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from toolchain.io_layout import from_file_layout, to_file_layout
 from toolchain.ir import Graph, QuantParams
 from toolchain.ops.fixed_point import quantize_real
 
@@ -39,15 +40,16 @@ def run_onnxruntime(model: str | Path, graph: Graph, data_f32: Mapping[str, np.n
     feeds = {}
     for name in graph.inputs:
         kind = types[name]
-        feeds[name] = (data_f32[name] if kind == "float32" else
-                       (data_s8[name].astype(np.int16) + 128).astype(np.uint8) if kind == "uint8" else data_s8[name])
+        feeds[name] = to_file_layout(graph, name, data_f32[name] if kind == "float32" else  # io_layout: NHWC: NCHW
+                                     (data_s8[name].astype(np.int16) + 128).astype(np.uint8) if kind == "uint8" else
+                                     data_s8[name])
     runs = [sess.run(None, {k: v[i] for k, v in feeds.items()}) for i in range(n)]
     outs = []
     for j, (name, ours) in enumerate(zip(graph.meta["onnx_outputs"], graph.outputs, strict=True)):
         y = np.stack([r[j] for r in runs])
         if types[name] in ("int8", "uint8"):
             y = graph.t(ours).quant.dequantize(y.astype(np.int64) - (128 if types[name] == "uint8" else 0))
-        outs.append(y.astype(np.float32))
+        outs.append(from_file_layout(graph, ours, y.astype(np.float32)))
     return outs
 
 

@@ -2,9 +2,12 @@
 input quantized inside the model, a float output, or an int8 tensor moved to other qparams); TFLite
 QUANTIZE / DEQUANTIZE, TFLM quantize_common.cc and dequantize_common.cc.
 
-- Quantize (float32 -> int8, reference_ops::AffineQuantize): round_half_away(x / scale) + zp in
-  double precision, saturated.
-- Dequantize (int8 -> float32, reference_ops::Dequantize): float(double(scale) * (q - zp)).
+- Quantize (float32 -> int8, reference_ops::AffineQuantize): round_half_away(float32(x) / float32(scale))
+  + zp, saturated: the division in float32 as TFLM's source writes it; the C kernel stays in single
+  precision throughout (no soft-float double on a Cortex-M4 / M33).
+- Dequantize (int8 -> float32, reference_ops::Dequantize): float32(scale) * float32(q - zp), one float32
+  product; TFLM writes float(double(scale) * (q - zp)), the same value for a float32 scale (the exact
+  product rounded once; every .tflite and ONNX scale is a float32).
 - Requantize (int8 -> int8, TFLite QUANTIZE with an int8 input, reference_ops::Requantize):
   MBQM(q - zp_in, QuantizeMultiplier(s_in / s_out)) + zp_out, saturated (concat.requantize_s8).
 16x8 (TFLite 16x8 spec, int16 zero point 0): Quantize float32 -> int16 is AffineQuantize<int16>, whose
@@ -69,8 +72,12 @@ def requantize_int(x: np.ndarray, input_offset: int, mult: int, shift: int, outp
 
 
 def dequantize_s8_f32(q: np.ndarray, scale: float, zero_point: int) -> np.ndarray:
-    """TFLM Dequantize int8 -> float32: float(double(scale) * (q - zp))."""
-    return (float(scale) * (np.asarray(q, np.int64) - zero_point)).astype(np.float32)
+    """TFLM Dequantize int8 / int16 -> float32 in single precision: float32(scale) * float32(q - zp),
+    rounded once. TFLM's float(double(scale) * (q - zp)) is the same value when scale is a float32
+    (the exact product, at most 24 + 17 significant bits, is exact in double and rounded once either
+    way); the C kernels compute this form (no soft-float double on a single-precision FPU)."""
+    d = (np.asarray(q, np.int64) - zero_point).astype(np.float32)  # |q - zp| < 2^17: exact
+    return (np.float32(scale) * d).astype(np.float32)
 
 
 class _Edge(OpDef):

@@ -96,8 +96,8 @@ class Unsupported(Exception):
 class CArg:
     """One argument of a kernel call, C-ready once codegen resolves names.
 
-    kind: "int" (a literal), "act" (an activation tensor in the arena, by tensor name),
-    "const" (a constant tensor, by name), "array" (a derived constant array such as per-channel
+    kind: "int" (a literal), "real" (a float32 literal, e.g. a Quantize's scale), "act" (an activation
+    tensor in the arena, by tensor name), "const" (a constant tensor, by name), "array" (a derived constant array such as per-channel
     multipliers or a look-up table: `value` is the numpy array, emitted as int8 / int16 / uint16 when
     it has that dtype and as int32 otherwise (codegen.context.array_ctype), `name` its suffix), "null".
     """
