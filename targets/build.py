@@ -58,6 +58,10 @@ class Footprint:
     ram: int = 0  # .data + .bss; the board's stack_size and heap_size are added by check_fits
 
 
+def _bytes(n: int) -> str:
+    return f"{n} byte{'' if n == 1 else 's'}"
+
+
 def check_fits(target: Target, sizes: Footprint) -> None:
     """Raise BuildError (one line, naming every size in bytes) if `sizes` overflow a board region.
 
@@ -73,12 +77,14 @@ def check_fits(target: Target, sizes: Footprint) -> None:
         used[region] = used.get(region, 0) + demand[role]
         per_region.setdefault(region, []).append(role)
     over = [
-        f"region {name} needs {used[name]} bytes ({' + '.join(per_region[name])}) but has {mem.region(name).size}"
+        f"region {name} needs {used[name]} bytes ({' + '.join(per_region[name])}) but has {mem.region(name).size} "
+        f"({_bytes(used[name] - mem.region(name).size)} over)"
         for name in used
         if used[name] > mem.region(name).size
     ]
     if over:
-        listed = ", ".join(f"{role} {demand[role]}" for role in MEMORY_ROLES)
+        # code is only known once linked (the linker names an overflow then): listed when given
+        listed = ", ".join(f"{role} {demand[role]}" for role in MEMORY_ROLES if role != "code" or demand[role])
         raise BuildError(f"model does not fit board '{target.name}': {'; '.join(over)} (sizes in bytes: {listed})")
 
 

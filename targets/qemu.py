@@ -134,6 +134,20 @@ def _timeout_fault(stderr: str, asked_op: int | None, timeout_s: float) -> Fault
                  line=f"timeout after {timeout_s:.1f} s")
 
 
+def _emulator_fault(target: Target, rc: int | None, stderr: str) -> Fault | None:
+    """The Fault of an emulated run that QEMU itself stopped (an unknown -cpu, a lockup: an image
+    for another core or memory map, a fault inside the fault handler), naming what QEMU said: its
+    last message on stderr or in its log. None for native runs, exit 0, or no message (then the
+    exit status alone tells, as for any program)."""
+    if target.run.kind is RunKind.NATIVE or rc == 0:
+        return None
+    lines = [ln.strip() for ln in stderr.splitlines() if ln.strip()]
+    said = [ln for ln in lines if ln.startswith(("qemu", target.run.executable or "qemu"))]
+    if not said:
+        return None
+    return Fault(reason="EMULATOR", op=-1, kind="emulator", line=said[-1][:300])
+
+
 def run_firmware(
     target: Target,
     elf: Path,
@@ -191,15 +205,23 @@ def run_firmware(
             raise RunError(f"{target.run.executable} could not load the tcount plugin: {line.strip()}")
         counts: PluginCounts | None = None
         log_text = log_path.read_text(errors="replace") if log_path.is_file() else ""
-        # A killed or crashed (lockup, rc 134) QEMU may not reach the plugin's atexit hook: no counts then.
-        if use_plugin and not timed_out and log_text.strip():
-            counts = parse_plugin_log(log_text, len(marks), classes)
+        # -D gets QEMU's own fatal messages too ("qemu: fatal: Lockup: ..."): they are what QEMU said
+        said = [ln.strip() for ln in log_text.splitlines() if ln.strip() and not ln.startswith("tcount:")]
+        plugin_text = "\n".join(ln for ln in log_text.splitlines() if ln.startswith("tcount:"))
+        # A killed or crashed (lockup: abort) QEMU does not reach the plugin's atexit hook: no counts then.
+        if use_plugin and not timed_out and plugin_text.strip():
+            counts = parse_plugin_log(plugin_text, len(marks), classes)
+        elif use_plugin and not timed_out and rc == 0 and not said:
+            raise RunError(f"{target.run.executable} exited 0 without the tcount plugin's counts")
+        if said:  # into stderr, so fw/run.log and the fault line show them
+            stderr = stderr + ("" if not stderr or stderr.endswith("\n") else "\n") + "\n".join(said) + "\n"
     return RunLog(
         stdout=stdout,
         stderr=stderr,
         returncode=rc,
         timed_out=timed_out,
-        fault=_timeout_fault(stderr, asked[0], timeout_s) if timed_out else parse_fault(stderr) or parse_guard(stdout),
+        fault=(_timeout_fault(stderr, asked[0], timeout_s) if timed_out
+               else parse_fault(stderr) or parse_guard(stdout) or _emulator_fault(target, rc, stderr)),
         total_instructions=counts.total_instructions if counts else None,
         marks=counts.marks if counts else [],
         wall_s=wall,

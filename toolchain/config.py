@@ -119,6 +119,7 @@ class Config:
     batch: int = 1  # inferences per run: the batch axis of every model input (per-inference figures = total / batch)
     debug_guards: bool = False  # guard bytes after every arena buffer, checked after every op (a debug build)
     kernels: str = "auto"  # auto: the board's kernel_preference; portable: the portable C kernels only (a baseline)
+    boards: Path | None = None  # the user's own boards file: its boards add to or override boards.yaml's
     source: Path | None = None  # the YAML file, for messages
 
 
@@ -220,10 +221,10 @@ def load_config(path: Path | None, overrides: dict[str, Any]) -> Config:
     known = {f.name for f in fields(Config)} - {"source"}
     unknown = sorted(clip_repr(k, 40) if not isinstance(k, str) else clip_text(k, 40) for k in raw if k not in known)
     if unknown:
-        raise InputError(f"{where}: unknown key(s) {clip_text(', '.join(unknown), 60)}; "
+        raise InputError(f"{where}: unknown key{'s' if len(unknown) > 1 else ''} {clip_text(', '.join(unknown), 60)}; "
                          f"allowed: {', '.join(sorted(known))}")
     kw: dict[str, Any] = {"source": path}
-    for key in ("model", "calibration", "verify", "out"):
+    for key in ("model", "calibration", "verify", "out", "boards"):
         if raw.get(key) is not None:
             kw[key] = _path(raw[key], base, key, where)
     for key in (*_STRS, *_CHOICES, *_INTS, *_FLOATS, *_BOOLS):
@@ -235,7 +236,7 @@ def load_config(path: Path | None, overrides: dict[str, Any]) -> Config:
     for key, value in overrides.items():
         if value is None:
             continue
-        if key in ("model", "calibration", "verify", "out"):
+        if key in ("model", "calibration", "verify", "out", "boards"):
             kw[key] = Path(value)
         else:  # a flag's value: blame the flag, not the YAML
             flag = FLAGS.get(key, f"--{key}")
