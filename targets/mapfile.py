@@ -57,7 +57,8 @@ def classify(section: str, weights_section: str = ".weights") -> str | None:
     """The SectionSizes field an input section counts towards, or None if it is not counted."""
     if _matches(section, (weights_section,)):
         return "weights"
-    if section == ARENA_SECTION or _matches(section, (".arena",)):  # before bss: the arena is a .bss.* name
+    # before bss: the arena is a .bss.* name; .bss.ecc_arena.<REGION> are its parts in other regions
+    if section == ARENA_SECTION or section.startswith(ARENA_SECTION + ".") or _matches(section, (".arena",)):
         return "arena"
     for kind, prefixes in (("text", _TEXT), ("rodata", _RODATA), ("data", _DATA), ("bss", _BSS)):
         if _matches(section, prefixes):

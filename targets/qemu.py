@@ -157,6 +157,7 @@ def run_firmware(
     marks: Sequence[str] = (),
     args: Sequence[str] = (),
     classes: bool = False,
+    regions: Sequence[tuple[int, int]] = (),
 ) -> RunLog:
     """Run `elf` for `target` in folder `cwd`, killed after `timeout_s` seconds of wall time.
 
@@ -167,7 +168,9 @@ def run_firmware(
     `marks`); on other boards `marks` is ignored. `args` are passed to main (semihosting arg= on
     qemu-system). A fault line from board support becomes `RunLog.fault`. `classes`: the plugin
     also counts instructions per class (targets.target.CYCLE_CLASSES; A64 decoding for qemu-user
-    aarch64 boards, Thumb otherwise) and RunLog.mark_classes holds them per mark record.
+    aarch64 boards, Thumb otherwise) and RunLog.mark_classes holds them per mark record. `regions`
+    ([start, end) byte ranges; with `classes`): the plugin also counts the data accesses to each, appended
+    to the class counts in RunLog.mark_classes (targets.runlog.PluginCounts).
 
     Raises RunError if the emulator/ELF/nm cannot be run, a mark symbol is missing, the plugin
     cannot be loaded, or the plugin log of a completed run is malformed. A timeout, non-zero exit
@@ -184,7 +187,8 @@ def run_firmware(
             addrs = symbol_addresses(target, elf, marks)
             isa = "a64" if "aarch64" in (target.run.executable or "") else "thumb"
             spec = ",".join([str(plugin_path()), *(f"mark=0x{a:x}" for a in addrs), "exact=1",
-                             *([f"classes=1,isa={isa}"] if classes else [])])
+                             *([f"classes=1,isa={isa}"] if classes else []),
+                             *(f"region=0x{lo:x}:0x{hi:x}" for lo, hi in (regions if classes else ()))])
             plugin = ["-plugin", spec, "-d", "plugin", "-D", str(log_path)]
         monitor = Path(tmp) / "monitor.sock"
         cmd = _command(target, elf, args, plugin, monitor)
@@ -210,7 +214,7 @@ def run_firmware(
         plugin_text = "\n".join(ln for ln in log_text.splitlines() if ln.startswith("tcount:"))
         # A killed or crashed (lockup: abort) QEMU does not reach the plugin's atexit hook: no counts then.
         if use_plugin and not timed_out and plugin_text.strip():
-            counts = parse_plugin_log(plugin_text, len(marks), classes)
+            counts = parse_plugin_log(plugin_text, len(marks), classes, len(regions) if classes else 0)
         elif use_plugin and not timed_out and rc == 0 and not said:
             raise RunError(f"{target.run.executable} exited 0 without the tcount plugin's counts")
         if said:  # into stderr, so fw/run.log and the fault line show them

@@ -70,11 +70,14 @@ MEMORY_ROLES = ("code", "weights", "ram", "arena")
 
 @dataclass(frozen=True)
 class MemoryRegion:
-    """A contiguous address range. `address` and `size` are in bytes."""
+    """A contiguous address range. `address` and `size` are in bytes; `wait_states`: extra cycles
+    per data access to it, relative to a zero-wait-state TCM (boards.yaml; 0 when not given), for
+    the arena placement (toolchain.placement) and the cycle estimate (profiler.cycles)."""
 
     name: str
     address: int
     size: int
+    wait_states: int = 0
 
     @property
     def end(self) -> int:
@@ -90,9 +93,17 @@ class MemoryMap:
     code: str  # vectors, .text, .rodata (+ .data load image)
     weights: str  # the model's constant weight section
     ram: str  # .data, .bss, heap, stack
-    arena: str  # the static tensor arena (NOLOAD)
+    arena: str  # the static tensor arena (NOLOAD); with several arena regions, the first listed
     stack_size: int  # bytes
     heap_size: int  # bytes
+    # every region the arena may use, `arena` first: boards.yaml `arena: [A, B, ...]` lets the planner
+    # place each buffer in one of them by speed (toolchain.placement); () means (arena,)
+    arena_regions: tuple[str, ...] = ()
+
+    @property
+    def arenas(self) -> tuple[str, ...]:
+        """The regions the arena may use, the main one (`arena`, REGION_ARENA) first."""
+        return self.arena_regions or (self.arena,)
 
     def region(self, name: str) -> MemoryRegion:
         """The region called `name` (KeyError if absent; validation guarantees roles exist)."""
@@ -248,7 +259,7 @@ class _Fields:
             raise self.fail(field, f"{v!r} is not one of: {allowed}") from None
 
 
-_REGION_KEYS = frozenset({"address", "size"})
+_REGION_KEYS = frozenset({"address", "size", "wait_states"})
 
 
 def _memory(f: _Fields) -> MemoryMap:
@@ -264,22 +275,33 @@ def _memory(f: _Fields) -> MemoryMap:
         size = f.size(f"memory.regions.{name}.size")
         if size == 0:
             raise f.fail(f"memory.regions.{name}.size", "must be > 0")
-        regions.append(MemoryRegion(str(name), address, size))
+        ws = f.get(f"memory.regions.{name}.wait_states", 0)
+        if isinstance(ws, bool) or not isinstance(ws, int) or not 0 <= ws <= 1000:
+            raise f.fail(f"memory.regions.{name}.wait_states", f"expected an integer 0..1000 (extra cycles per "
+                                                               f"access), got {ws!r}")
+        regions.append(MemoryRegion(str(name), address, size, ws))
     ordered = sorted(regions, key=lambda r: r.address)
     for a, b in zip(ordered, ordered[1:]):
         if b.address < a.end:
             raise f.fail(f"memory.regions.{b.name}", f"overlaps region {a.name}")
     names = {r.name for r in regions}
     roles = {}
+    arenas: tuple[str, ...] = ()
     for role in MEMORY_ROLES:
-        roles[role] = f.str_(f"memory.{role}")
-        if roles[role] not in names:
-            known = ", ".join(sorted(names))
-            raise f.fail(f"memory.{role}", f"region {roles[role]!r} is not in memory.regions ({known})")
+        if role == "arena" and isinstance(f.get("memory.arena"), list):  # several regions: placed by speed
+            arenas = f.str_list("memory.arena")
+            if not arenas or len(set(arenas)) != len(arenas):
+                raise f.fail("memory.arena", "expected a region name or a list of different region names")
+        for name in arenas if role == "arena" and arenas else (f.str_(f"memory.{role}"),):
+            if name not in names:
+                known = ", ".join(sorted(names))
+                raise f.fail(f"memory.{role}", f"region {name!r} is not in memory.regions ({known})")
+        roles[role] = arenas[0] if role == "arena" and arenas else f.str_(f"memory.{role}")
     return MemoryMap(
         regions=tuple(regions),
         stack_size=f.size("memory.stack_size"),
         heap_size=f.size("memory.heap_size"),
+        arena_regions=arenas if len(arenas) > 1 else (),
         **roles,
     )
 
