@@ -174,7 +174,7 @@ def compile_model(cfg: Config, target: Target, out_dir: Path, *, profile: bool,
     scratch, inplace = scratch_sizes(qgraph, variants), inplace_inputs(variants)
     qgraph = order_for_memory(qgraph, scratch, target.buffer_alignment, inplace)  # order with the smallest live peak
     weight_bytes = sum(t.nbytes for t in qgraph.tensors.values() if t.is_const)
-    regions = arena_regions(target, weight_bytes, cfg.debug_guards)   # several arena regions: placed by speed
+    regions = arena_regions(target, weight_bytes, harness_bytes(qgraph, target, cfg), cfg.debug_guards)  # by speed
     plan = plan_memory(qgraph, scratch, target.buffer_alignment, inplace=inplace,  # one static arena at the live bound
                        guard_bytes=GUARD_BYTES if cfg.debug_guards else 0,  # debug_guards: a guard after every buffer
                        regions=regions)
@@ -195,24 +195,36 @@ def compile_model(cfg: Config, target: Target, out_dir: Path, *, profile: bool,
                  front.python_s + t1 - t0, t2 - t1)
 
 
-def region_specs(target: Target, weight_bytes: int) -> list[RegionSpec] | None:
+RAM_MARGIN = 4096  # bytes of .data/.bss kept free beside the arena in the `ram` region: libc, start-up, harness
+
+
+def region_specs(target: Target, weight_bytes: int, ram_bytes: int = 0) -> list[RegionSpec] | None:
     """The board's arena regions (main first) with the bytes free for the arena in each: its size less
-    the stack and heap (the `ram` region) and the weights (the `weights` region); code, .data and .bss
-    are only known once linked (the linker names an overflow). None for a board with one arena region."""
+    the stack, heap and `ram_bytes` + RAM_MARGIN of .data/.bss (the `ram` region; they are only known
+    once linked, the linker names an overflow) and the weights (the `weights` region). None for a
+    board with one arena region."""
     mem = target.memory
     if len(mem.arenas) < 2:
         return None
-    reserved = {mem.ram: mem.stack_size + mem.heap_size}
+    reserved = {mem.ram: mem.stack_size + mem.heap_size + ram_bytes + RAM_MARGIN}
     reserved[mem.weights] = reserved.get(mem.weights, 0) + weight_bytes
     return [RegionSpec(n, max(mem.region(n).size - reserved.get(n, 0), 0), mem.region(n).wait_states)
             for n in mem.arenas]
 
 
-def arena_regions(target: Target, weight_bytes: int, debug_guards: bool) -> list[RegionSpec] | None:
+def harness_bytes(graph: Graph, target: Target, cfg: Config) -> int:
+    """Static RAM of the test harness (c_templates/main.c.j2): a copy of every graph input and output,
+    and with a measured timer the per-op times of the timed repeats (bytes)."""
+    io = sum(graph.t(t).nbytes for t in (*graph.inputs, *graph.outputs))
+    timed = 8 * cfg.repeats * (len(graph.nodes) + 1) if target.run.time_source is not TimeSource.PLUGIN else 0
+    return io + timed
+
+
+def arena_regions(target: Target, weight_bytes: int, ram_bytes: int, debug_guards: bool) -> list[RegionSpec] | None:
     """The regions to spread the arena over (region_specs), or None: one arena
     region, or a debug_guards build (its guards index one arena: the board's main arena region, said
     in a note)."""
-    specs = region_specs(target, weight_bytes)
+    specs = region_specs(target, weight_bytes, ram_bytes)
     if specs is not None and debug_guards:
         show_notes([f"debug_guards: the arena is planned in {target.memory.arena} alone, not over "
                     f"{', '.join(target.memory.arenas)} (guards check one arena)"])

@@ -24,7 +24,7 @@ def _symbol(board: str, elf: Path, name: str) -> int:
     return next(int(ln.split()[0], 16) for ln in out.splitlines() if ln.split()[-1] == name)
 
 
-@pytest.mark.parametrize("board, arena, ram", [("stm32f4", "SRAM", "CCM"), ("stm32h7", "AXISRAM", "DTCM")])
+@pytest.mark.parametrize("board, arena, ram", [("stm32f4", "SRAM", "CCM"), ("stm32h7", "DTCM", "DTCM")])
 def test_digits_runs_on_part_boards(tmp_path, edgecc, need_board, board, arena, ram):
     need_board(board)
     job = finish(edgecc("run", DIGITS_YAML, "--board", board, "--out", tmp_path / "out", "--quiet"), tmp_path / "out")

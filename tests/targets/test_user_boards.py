@@ -110,6 +110,7 @@ def test_part_boards_have_the_parts_memory() -> None:
     assert {r.name: r.size for r in h7.memory.regions} == {"FLASH": 2 << 20, "ITCM": 64 << 10, "DTCM": 128 << 10,
                                                           "AXISRAM": 512 << 10}
     assert f4.run.args == ("-M", "mps2-an386") and h7.run.args == ("-M", "mps2-an500")
+    assert f4.memory.arenas == ("SRAM",) and h7.memory.arenas == ("DTCM", "AXISRAM")  # the H7 spreads its arena
     script = memory_script(f4)
     assert "FLASH (rx) : ORIGIN = 0x00000000, LENGTH = 1M" in script
     assert "SRAM (rwx) : ORIGIN = 0x20000000, LENGTH = 128K" in script
