@@ -215,8 +215,6 @@ def run_firmware(
         # A killed or crashed (lockup: abort) QEMU does not reach the plugin's atexit hook: no counts then.
         if use_plugin and not timed_out and plugin_text.strip():
             counts = parse_plugin_log(plugin_text, len(marks), classes, len(regions) if classes else 0)
-        elif use_plugin and not timed_out and rc == 0 and not said:
-            raise RunError(f"{target.run.executable} exited 0 without the tcount plugin's counts")
         if said:  # into stderr, so fw/run.log and the fault line show them
             stderr = stderr + ("" if not stderr or stderr.endswith("\n") else "\n") + "\n".join(said) + "\n"
     return RunLog(
