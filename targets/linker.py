@@ -68,9 +68,10 @@ def linker_script(target: Target, weights_section: str = ".weights") -> str:
 
 def arena_parts(target: Target) -> str:
     """Output sections of the arena parts outside REGION_ARENA (a board whose `arena` lists several
-    regions): `.bss.ecc_arena.<REGION>` (model.c) into <REGION>, NOLOAD like the main arena. Placed
-    before .bss in the script, whose `.bss.*` would otherwise take them. "" for one arena region."""
-    return "".join(f"  .arena_{r} (NOLOAD) : ALIGN(BUFFER_ALIGN) {{ KEEP(*(.bss.ecc_arena.{r})) }} > {r} AT > {r}\n"
+    regions): `.bss.<name>_arena.<REGION>` (model.c; `.bss.ecc_arena.<REGION>` unless the library is
+    named) of every library in the firmware into <REGION>, NOLOAD like the main arena. Placed before
+    .bss in the script, whose `.bss.*` would otherwise take them. "" for one arena region."""
+    return "".join(f"  .arena_{r} (NOLOAD) : ALIGN(BUFFER_ALIGN) {{ KEEP(*(.bss.*_arena.{r})) }} > {r} AT > {r}\n"
                    for r in target.memory.arenas[1:])
 
 

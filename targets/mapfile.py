@@ -25,8 +25,11 @@ _RODATA = (".rodata", ".vectors", ".ARM.exidx", ".ARM.extab", ".eh_frame", ".gcc
            ".init_array", ".fini_array", ".preinit_array", ".srodata")  # fmt: skip
 _DATA = (".data", ".tdata", ".sdata", ".got")
 _BSS = (".bss", ".tbss", ".sbss", "COMMON")
-# the tensor arena of model.c (c_templates/model.c.j2); ".arena" is its name before the rename
-ARENA_SECTION = ".bss.ecc_arena"
+# the tensor arena of model.c (c_templates/model.c.j2): ".bss.<library name>_arena" (".bss.ecc_arena" unless
+# the library is named, toolchain/codegen/libnames.py), and on a board whose arena spans several memory
+# regions its parts ".bss.<library name>_arena.<REGION>" (region names are C identifiers, targets/target.py);
+# ".arena" is its name before the rename
+_ARENA_RE = re.compile(r"\.bss\.[a-z][a-z0-9]*_arena(?:\.[A-Za-z_][A-Za-z0-9_]*)?")
 
 
 @dataclass(frozen=True)
@@ -57,8 +60,7 @@ def classify(section: str, weights_section: str = ".weights") -> str | None:
     """The SectionSizes field an input section counts towards, or None if it is not counted."""
     if _matches(section, (weights_section,)):
         return "weights"
-    # before bss: the arena is a .bss.* name; .bss.ecc_arena.<REGION> are its parts in other regions
-    if section == ARENA_SECTION or section.startswith(ARENA_SECTION + ".") or _matches(section, (".arena",)):
+    if _ARENA_RE.fullmatch(section) or _matches(section, (".arena",)):  # before bss: the arena is a .bss.* name
         return "arena"
     for kind, prefixes in (("text", _TEXT), ("rodata", _RODATA), ("data", _DATA), ("bss", _BSS)):
         if _matches(section, prefixes):

@@ -2,7 +2,7 @@
 
   edgecc run   [CONFIG.yaml] [--model PATH] [--board NAME[,NAME...]|all] [--boards FILE] [--calibration DATA] [--verify DATA]
                [--out DIR] [--repeat N] [--warmup N] [--optimize speed|ram] [--kernels auto|portable]
-               [--debug-guards] [--quiet]
+               [--debug-guards] [--name NAME] [--quiet]
   edgecc build [CONFIG.yaml] [same flags]          write OUT/lib and OUT/fw without running
   edgecc compare A/report.json B/report.json [--max-regression 5%] [--force]
   edgecc boards [--boards FILE]                    list the boards of boards.yaml (and of FILE)
@@ -64,6 +64,8 @@ def _parser() -> argparse.ArgumentParser:
         s.add_argument("--warmup", type=int, metavar="N", help="untimed runs of sample 0 before them (default 1)")
         s.add_argument("--debug-guards", action="store_true", default=None,
                        help="debug build: guard bytes after every arena buffer, checked after every op")
+        s.add_argument("--name", help="library name prefixing OUT/lib's symbols, macros and files (YAML name; "
+                                      "lower-case letters and digits, e.g. kws): several libraries in one firmware")
         s.add_argument("--layout", type=str.upper, choices=("NHWC", "NCHW"),
                        help="layout of 4-D DATA (YAML preprocess.layout; default NHWC, or the model's own when only that fits)")
         s.add_argument("--quiet", action="store_true", help="no table and no progress, only errors and the final line")
@@ -120,7 +122,7 @@ def _job(args: argparse.Namespace) -> int:
     cfg = load_config(args.config, {"model": args.model, "board": args.board, "calibration": args.calibration,
                                     "verify": args.verify, "out": args.out, "repeats": args.repeat,
                                     "warmup": args.warmup, "optimize": args.optimize, "debug_guards": args.debug_guards,
-                                    "kernels": args.kernels, "boards": args.boards})
+                                    "kernels": args.kernels, "boards": args.boards, "name": args.name})
     if args.layout:  # the data's layout (preprocess.layout), over the YAML's
         from dataclasses import replace
         cfg = replace(cfg, preprocess=replace(cfg.preprocess, layout=args.layout))

@@ -10,17 +10,18 @@ from pathlib import Path
 from typing import Any
 
 from toolchain.clip import clip_repr, clip_text
+from toolchain.codegen.libnames import name_problem
 from toolchain.errors import InputError
 from toolchain.yaml_safe import read_yaml
 
 PREPROCESS_KEYS = {"cast", "resize", "scale", "mean", "std", "channel_order", "layout"}
 # The flag that sets each key from the command line (errors blame the flag, not the YAML).
 FLAGS = {"board": "--board", "repeats": "--repeat", "warmup": "--warmup", "optimize": "--optimize",
-         "debug_guards": "--debug-guards", "kernels": "--kernels"}
+         "debug_guards": "--debug-guards", "kernels": "--kernels", "name": "--name"}
 # Strict value checks per key: YAML has no schema, and Python's int()/float()/bool() would turn
 # `repeats: 2.7` into 2, `profile: "false"` into True and `min_top1_agreement: 97` into a gate
 # that can never pass, so each kind is checked as written.
-_STRS = ("board", "weights_section")
+_STRS = ("board", "weights_section", "name")
 _CHOICES = {"calibration_method": ("mse", "minmax", "percentile", "kl", "auto"), "rounding": ("tflm", "onnx"), "optimize": ("speed", "ram"),
             "kernels": ("auto", "portable")}
 _INTS = {"repeats": (1, 1000), "warmup": (0, 1000), "batch": (1, 4096)}
@@ -74,6 +75,8 @@ def _checked(key: str, value: Any, where: str) -> Any:
         raise bad(f"a name of at most {MAX_TEXT} characters without control characters")
     if key == "weights_section" and not SECTION_RE.fullmatch(value):
         raise bad("a linker section name such as .weights (letters, digits, _ . $)")
+    if key == "name" and name_problem(value):
+        raise bad(f"a library name: {name_problem(value)}")
     if key == "weights_section" and RAM_SECTION_RE.match(value):
         raise bad("a read-only (flash) section such as .weights or .rodata.weights, not a RAM section")
     return value
@@ -120,6 +123,9 @@ class Config:
     debug_guards: bool = False  # guard bytes after every arena buffer, checked after every op (a debug build)
     kernels: str = "auto"  # auto: the board's kernel_preference; portable: the portable C kernels only (a baseline)
     boards: Path | None = None  # the user's own boards file: its boards add to or override boards.yaml's
+    # the library's name (toolchain/codegen/libnames.py): prefixes its symbols, macros and files so several
+    # libraries link into one firmware; None: today's names (ecc_model_run, ECC_ARENA_SIZE, model.h)
+    name: str | None = None
     source: Path | None = None  # the YAML file, for messages
 
 
@@ -222,7 +228,7 @@ def load_config(path: Path | None, overrides: dict[str, Any]) -> Config:
     unknown = sorted(clip_repr(k, 40) if not isinstance(k, str) else clip_text(k, 40) for k in raw if k not in known)
     if unknown:
         raise InputError(f"{where}: unknown key{'s' if len(unknown) > 1 else ''} {clip_text(', '.join(unknown), 60)}; "
-                         f"allowed: {', '.join(sorted(known))}")
+                         f"allowed: {' '.join(sorted(known))}")  # space-separated: the line stays short
     kw: dict[str, Any] = {"source": path}
     for key in ("model", "calibration", "verify", "out", "boards"):
         if raw.get(key) is not None:

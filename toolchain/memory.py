@@ -51,7 +51,7 @@ class MemoryPlan:
     tensor_buffer: Mapping[str, str]  # tensor name -> buffer name (views and in-place outputs share one)
     guard_bytes: int = 0  # debug guards: minimum guard after every buffer (0: no guards)
     # Several arena regions (toolchain.placement): buffer -> region, and region -> bytes of its part of
-    # the arena, in the board's order, the first being the main arena (ecc_arena); offsets are then
+    # the arena, in the board's order, the first being the main arena (<name>_arena); offsets are then
     # from the base of the buffer's region part and arena_bytes is the sum. Empty: one arena.
     region_of: Mapping[str, str] = field(default_factory=dict)
     region_bytes: Mapping[str, int] = field(default_factory=dict)
@@ -62,16 +62,16 @@ class MemoryPlan:
 
     @property
     def main_region(self) -> str | None:
-        """The region of the main arena array (ecc_arena), None with one arena."""
+        """The region of the main arena array (<name>_arena, ecc_arena by default), None with one arena."""
         return next(iter(self.region_bytes), None)
 
     @property
     def main_bytes(self) -> int:
-        """Bytes of the main arena array (ECC_ARENA_SIZE): all of it with one arena."""
+        """Bytes of the main arena array (<NAME>_ARENA_SIZE): all of it with one arena."""
         return self.region_bytes[self.main_region] if self.region_bytes else self.arena_bytes
 
     def base_of_buffer(self, buffer: str) -> str:
-        """The C pointer name of the buffer's arena part in ecc_model_run: `a` (the main arena) or
+        """The C pointer name of the buffer's arena part in <name>_model_run: `a` (the main arena) or
         `a_<REGION>`."""
         region = self.region_of.get(buffer)
         return "a" if region is None or region == self.main_region else f"a_{region}"

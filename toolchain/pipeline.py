@@ -25,6 +25,7 @@ from targets.build import BuildResult, Footprint, build_firmware, check_fits
 from toolchain import __version__
 from toolchain.codegen.context import ModelContext, build_context
 from toolchain.codegen.emit import emit_harness, emit_library
+from toolchain.codegen.libnames import LibNames
 from toolchain.batch import batched_input_shapes
 from toolchain.config import Config, rounding_of
 from toolchain.data import load_data
@@ -181,12 +182,13 @@ def compile_model(cfg: Config, target: Target, out_dir: Path, *, profile: bool,
     check_fits(target, Footprint(weights=weight_bytes, arena=plan.arena_bytes,  # fail before any C is compiled
                                  arena_parts=dict(plan.region_bytes) or None))
     with rounding_mode(graph_rounding(qgraph)):                       # argument values (clamp bounds) round as the model
-        ctx = build_context(qgraph, plan, variants, model_stamp(cfg, target), cfg.weights_section)
+        ctx = build_context(qgraph, plan, variants, model_stamp(cfg, target), cfg.weights_section,
+                            LibNames.of(cfg.name))                    # `name:` prefixes symbols, macros, files
     lib_dir, fw_dir = out_dir / "lib", out_dir / "fw"
     lib_sources = emit_library(ctx, lib_dir)                          # OUT/lib: the deployable library
     harness = emit_harness(ctx, fw_dir, target.run.time_source.value, cfg.repeats, cfg.warmup)  # OUT/fw: test harness
     t1 = time.monotonic()
-    defines = (["ECC_PROFILE"] if profile else []) + debug_defines()
+    defines = ([f"{ctx.names.macro}_PROFILE"] if profile else []) + debug_defines(ctx.names)
     with step(f"{target.name}: compile and link"):
         fw = build_firmware(target, [harness], [lib_dir], fw_dir, defines=defines,
                             lib_sources=lib_sources, weights_section=cfg.weights_section)
@@ -232,17 +234,18 @@ def arena_regions(target: Target, weight_bytes: int, ram_bytes: int, debug_guard
     return specs
 
 
-def debug_defines() -> list[str]:
+def debug_defines(names: LibNames = LibNames()) -> list[str]:
     """Test-only knobs from the environment: EDGECC_DEBUG_FAULT_AT_OP=k makes the test harness
     trap when op k starts, to exercise the fault path (exit 3 naming the op);
     EDGECC_DEBUG_OVERRUN_AT_OP=k makes op k write one byte past its output in a debug_guards build
     (the guard path: exit 3, fault kind guard naming op k); EDGECC_DEBUG_HANG_AT_OP=k makes the
-    harness spin forever when op k starts (the timeout path: exit 3, fault kind timeout naming op k)."""
+    harness spin forever when op k starts (the timeout path: exit 3, fault kind timeout naming op k).
+    The overrun knob is the library's (`names`' macro prefix), the other two the harness's (ECC_)."""
     out = []
     for knob in ("FAULT_AT_OP", "OVERRUN_AT_OP", "HANG_AT_OP"):
         op = os.environ.get(f"EDGECC_DEBUG_{knob}")
         if op and op.lstrip("-").isdigit():
-            out.append(f"ECC_DEBUG_{knob}={int(op)}")
+            out.append(f"{names.macro if knob == 'OVERRUN_AT_OP' else 'ECC'}_DEBUG_{knob}={int(op)}")
     return out
 
 

@@ -40,7 +40,7 @@ def traffic(graph: Graph, buffers: Sequence[Buffer], tensor_buffer: Mapping[str,
     """Estimated bytes each buffer moves over one inference (reads + writes; the model in the module
     docstring). `graph` in execution order; buffers and tensor -> buffer from toolchain.memory.lifetimes."""
     moved = {b.name: 0 for b in buffers}
-    for t in (*graph.inputs, *graph.outputs):  # copied in / out by ecc_model_run
+    for t in (*graph.inputs, *graph.outputs):  # copied in / out by <name>_model_run
         moved[tensor_buffer[t]] += graph.t(t).nbytes
     for node in graph.nodes:
         op = opdef(node)

@@ -152,8 +152,9 @@ def memory_section(build: Build, stack: tuple[int, int] | None = None,
     section["ram_total_stack_figure"] = "stack_size"  # the board's reserved stack, not a measured need
     section["stack_size_bytes"] = mem.stack_size
     frames = dict(getattr(fw, "lib_stack", None) or {})
-    if frames:  # kernels are leaves called from ecc_model_run: its frame plus the largest other one
-        top = frames.pop("ecc_model_run", 0)
+    if frames:  # kernels are leaves called from <name>_model_run (or _run_ctx): its frame plus the largest other one
+        p = build.context.names.prefix
+        top = max(frames.pop(f"{p}_model_run", 0), frames.pop(f"{p}_model_run_ctx", 0))
         section["lib_stack_bytes"] = top + max(frames.values(), default=0)
     else:
         section["lib_stack_bytes"] = None

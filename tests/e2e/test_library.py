@@ -267,3 +267,15 @@ def test_arena_takes_no_flash_with_a_stock_linker_script(digits_run, tmp_path):
     start = min(a for t, a, s in elf.values() if t == "PROGBITS" and a and s)
     # (with the old PROGBITS section ".arena" ld put it after .data: the image grew by the arena's size)
     assert start + image <= addr, f"the image ({image} B from 0x{start:x}) covers the arena at 0x{addr:x}"
+
+
+def test_no_static_arena_leaves_only_the_callers_arena_api(digits_run, tmp_path):
+    """-DECC_NO_STATIC_ARENA (issue 15 item 2): the application owns all memory; the library keeps no
+    arena and no ecc_model_init / ecc_model_run, only the caller's-arena API (model.h)."""
+    _tools("gcc", "nm", "size")
+    lib = _lib_copy(digits_run("host").out / "lib", tmp_path / "lib")
+    objs = _compile_alone(lib, "gcc", ["-O2"], "-pedantic", "-DECC_NO_STATIC_ARENA")
+    syms = {ln.split()[-1] for o in objs for ln in _sh(["nm", o.name], cwd=lib).splitlines() if ln.strip()}
+    assert {"ecc_model_init_ctx", "ecc_model_run_ctx"} <= syms
+    assert syms & {"ecc_arena", "ecc_model_init", "ecc_model_run"} == set()
+    assert ".bss.ecc_arena" not in _sh(["size", "-A", "model.o"], cwd=lib)

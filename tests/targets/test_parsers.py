@@ -29,8 +29,9 @@ def test_linker_script_sections(tmp_path: Path) -> None:
     assert ".arena (NOLOAD) : ALIGN(BUFFER_ALIGN)" in text and "> REGION_ARENA AT > REGION_ARENA" in text
     # model.c's arena section is a .bss.* name (NOBITS): ld gives it to the first statement that
     # matches, so .arena must come before .bss's "*(.bss .bss.*)"
-    assert "KEEP(*(.bss.ecc_arena .arena .arena.*))" in text
-    assert text.index("KEEP(*(.bss.ecc_arena") < text.index("*(.bss .bss.*)")
+    # (".bss.*_arena": every library's, ".bss.ecc_arena" by default, ".bss.kws_arena" for `name: kws`)
+    assert "KEEP(*(.bss.*_arena .arena .arena.*))" in text
+    assert text.index("KEEP(*(.bss.*_arena") < text.index("*(.bss .bss.*)")
     assert 'REGION_ALIAS("REGION_WEIGHTS", CODE);' in text
     path = write_linker_script(target, tmp_path)
     assert path == tmp_path / "mps2-an386.ld" and path.read_text() == linker_script(target)
@@ -94,6 +95,10 @@ def test_classify() -> None:
     assert classify(".debug_line") is None and classify(".textual") is None
     assert classify(".bss.ecc_arena") == "arena" and classify(".arena") == "arena"  # before and after the rename
     assert classify(".bss.ecc_arena_x") == "bss" and classify(".bss.y") == "bss"
+    assert classify(".bss.kws_arena") == "arena" and classify(".bss.kws2_arena") == "arena"  # named libraries
+    # the arena's parts in a board's other arena regions (`arena: [DTCM, SRAM]`), of any library
+    assert classify(".bss.ecc_arena.SRAM") == "arena" and classify(".bss.kws_arena.AXI_SRAM1") == "arena"
+    assert classify(".bss.kws_arena.") == "bss" and classify(".bss.kws_arena.SRAM.x") == "bss"
 
 
 def test_check_fits() -> None:

@@ -8,6 +8,7 @@ import numpy as np
 
 from toolchain.codegen.cnames import CNames
 from toolchain.codegen.filters import c_double, c_int, c_string  # noqa: F401 (c_string: re-exported)
+from toolchain.codegen.libnames import LibNames
 from toolchain.io_dtypes import io_ctype, io_qparams
 from toolchain.ir import Graph, QuantParams
 from toolchain.memory import MemoryPlan
@@ -85,9 +86,10 @@ class GuardView:
 
 @dataclass(frozen=True)
 class ArenaView:
-    """An arena part beside the main one (several arena regions): the static array `symbol` of `size`
-    bytes in section `section` (the linker script puts it in its region), seen as `base` in
-    ecc_model_run, its size as macro `macro` in model.h."""
+    """An arena part beside the main one (several arena regions): the static array `symbol`
+    (`<name>_arena_<REGION>`) of `size` bytes in section `section` (`.bss.<name>_arena.<REGION>`, the
+    linker script puts it in its region), seen as `base` in <name>_model_run, its size as macro
+    `macro` (`<NAME>_ARENA_<REGION>_SIZE`) in model.h."""
 
     region: str
     symbol: str
@@ -116,11 +118,23 @@ class ModelContext:
     guard_output_ends: tuple[int, ...] = ()  # with guards: arena offset just past each call's first output
     arenas: tuple[ArenaView, ...] = ()  # the arena parts in other regions than the main one (several regions)
     main_region: str | None = None  # the main arena's region when the arena spans several
+    names: LibNames = LibNames()  # the library's prefix and file names (`name:`; `ecc` and today's files without)
 
     @property
     def kernel_header_names(self) -> tuple[str, ...]:
-        """File names of the extra kernel headers, as model.c includes them."""
-        return tuple(h.rsplit("/", 1)[-1] for h in self.kernel_headers)
+        """File names of the extra kernel headers, as the library ships them and model.c includes them."""
+        return tuple(self.names.file(h.rsplit("/", 1)[-1]) for h in self.kernel_headers)
+
+    @property
+    def run_params(self) -> str:
+        """The I/O parameters of `<name>_model_run`: `const int8_t *input0, int8_t *output0`."""
+        ins = [f"const {io.ctype} *{io.param}" for io in self.inputs]
+        return ", ".join(ins + [f"{io.ctype} *{io.param}" for io in self.outputs])
+
+    @property
+    def run_args(self) -> str:
+        """The same parameters passed on: `input0, output0`."""
+        return ", ".join(io.param for io in (*self.inputs, *self.outputs))
 
 
 REQUANT_ARRAYS = ("mult", "shift")  # CArg names of the separate per-channel requantization arrays
@@ -174,10 +188,11 @@ def array_ctype(values: np.ndarray) -> tuple[str, type]:
 
 
 def build_context(graph: Graph, plan: MemoryPlan, variants: dict[str, KernelVariant], stamp: str,
-                  weights_section: str = ".weights") -> ModelContext:
-    """Resolve every kernel argument to C: arena offsets, constant symbols, literals."""
-    wnames = CNames("ecc_w_")
-    pnames = CNames("ecc_p_")  # derived arrays get their own namespace: no clash with tensor names
+                  weights_section: str = ".weights", names: LibNames = LibNames()) -> ModelContext:
+    """Resolve every kernel argument to C: arena offsets, constant symbols, literals; every symbol
+    with the library's prefix (`names`)."""
+    wnames = CNames(f"{names.prefix}_w_")
+    pnames = CNames(f"{names.prefix}_p_")  # derived arrays get their own namespace: no clash with tensor names
     consts: dict[str, ConstArray] = {}
     calls = []
     for node in graph.nodes:
@@ -208,12 +223,12 @@ def build_context(graph: Graph, plan: MemoryPlan, variants: dict[str, KernelVari
                 args.append(sym)
             else:
                 args.append("NULL")
-        calls.append(KernelCall(len(calls), node.name, node.op.value, variant.function, tuple(args)))
+        calls.append(KernelCall(len(calls), node.name, node.op.value, names.rename(variant.function), tuple(args)))
     ionames = CNames("")
     ios = []
-    for names, kind in ((graph.inputs, "input"), (graph.outputs, "output")):
+    for tensors, kind in ((graph.inputs, "input"), (graph.outputs, "output")):
         views = []
-        for i, name in enumerate(names):
+        for i, name in enumerate(tensors):
             t = graph.t(name)
             q = io_qparams(graph, name) or QuantParams.per_tensor(1.0, 0)   # float32 edges carry real values
             views.append(IOView(ionames(f"{kind}{i}"), name, plan.offset_of(name), t.nbytes, t.shape,
@@ -223,7 +238,8 @@ def build_context(graph: Graph, plan: MemoryPlan, variants: dict[str, KernelVari
     headers = tuple(sorted({h for v in variants.values() for h in v.headers}))
     guards = tuple(GuardView(c_string(*g[:1]), *g[1:]) for g in plan.guards())
     kernels = [n for n in graph.nodes if not opdef(n).is_view] if guards else []
-    arenas = tuple(ArenaView(r, f"ecc_arena_{r}", f"a_{r}", n, f".bss.ecc_arena.{r}", f"ECC_ARENA_{r.upper()}_SIZE")
+    arenas = tuple(ArenaView(r, f"{names.prefix}_arena_{r}", f"a_{r}", n, f"{names.arena_section}.{r}",
+                             f"{names.macro}_ARENA_{r.upper()}_SIZE")
                    for r, n in plan.region_bytes.items() if r != plan.main_region and n)
     # a main arena part left empty by the placement still needs a (non-zero) C array
     main_bytes = max(plan.main_bytes, plan.alignment) if plan.region_bytes else plan.arena_bytes
@@ -231,4 +247,4 @@ def build_context(graph: Graph, plan: MemoryPlan, variants: dict[str, KernelVari
                         tuple(consts.values()), templates, headers, guards,
                         tuple(c_string(n.name) for n in kernels),
                         tuple(plan.offset_of(n.outputs[0]) + graph.t(n.outputs[0]).nbytes for n in kernels),
-                        arenas, plan.main_region)
+                        arenas, plan.main_region, names)

@@ -98,21 +98,26 @@ def with_local_includes(headers: tuple[str, ...]) -> list[str]:
 
 
 def emit_library(ctx: ModelContext, lib_dir: Path) -> list[Path]:
-    """Write the deployable model library; returns the C sources (model, weights, kernels)."""
+    """Write the deployable model library; returns the C sources (model, weights, kernels). Files and
+    identifiers carry the library's name (ctx.names: `ecc` and today's file names by default)."""
     env = template_env()
+    names = ctx.names
     lib_dir.mkdir(parents=True, exist_ok=True)
     stamp = f"/* {c_comment(ctx.stamp)} */\n"  # every shipped file says which generator made it
+    # kernels and headers are written for the `ecc` names; names.rename gives them the library's
+    # (before the stamp, which holds the model's file name)
+    _write(lib_dir / names.file(KERNEL_HEADER), stamp + names.rename(kernel_header()))
     # variant headers are paths under c_templates/kernels/ (KernelVariant.headers)
-    _write(lib_dir / KERNEL_HEADER, stamp + kernel_header())
     for header in with_local_includes((*KERNEL_HEADERS, *(f"kernels/{h}" for h in ctx.kernel_headers), "ecc_profile.h")):
-        _write(lib_dir / Path(header).name, stamp + (TEMPLATE_DIR / header).read_text(encoding="utf-8"))
+        text = (TEMPLATE_DIR / header).read_text(encoding="utf-8")
+        _write(lib_dir / names.file(Path(header).name), stamp + names.rename(text))
     for name in ("model.h", "weights.h"):
-        _write(lib_dir / name, env.get_template(f"{name}.j2").render(ctx=ctx))
-    sources = [_write(lib_dir / "model.c", env.get_template("model.c.j2").render(ctx=ctx)),
-               _write(lib_dir / "weights.c", env.get_template("weights.c.j2").render(ctx=ctx))]
-    for tpl in ctx.kernel_templates:
-        sources.append(_write(lib_dir / kernel_file(tpl), stamp + env.get_template(f"kernels/{tpl}").render()))
-    kernels = [kernel_file(t) for t in ctx.kernel_templates]
+        _write(lib_dir / names.file(name), env.get_template(f"{name}.j2").render(ctx=ctx))
+    sources = [_write(lib_dir / names.file(name), env.get_template(f"{name}.j2").render(ctx=ctx))
+               for name in ("model.c", "weights.c")]
+    kernels = [names.file(kernel_file(t)) for t in ctx.kernel_templates]
+    for tpl, file in zip(ctx.kernel_templates, kernels, strict=True):
+        sources.append(_write(lib_dir / file, stamp + names.rename(env.get_template(f"kernels/{tpl}").render())))
     _write(lib_dir / "edgecc.mk", env.get_template("edgecc.mk.j2").render(ctx=ctx, sources=kernels))
     _write(lib_dir / "edgecc.cmake", env.get_template("edgecc.cmake.j2").render(ctx=ctx, sources=kernels))
     return sources

@@ -6,19 +6,17 @@
 #include "ecc_profile.h"
 #include "model.h"
 #include "weights.h"
+#ifndef ECC_NO_STATIC_ARENA
 
 /* Section ".bss.ecc_arena": GCC makes any ".bss.*" section NOBITS, so the arena takes no flash with a
  * stock linker script (it lands in .bss); a custom script may place it by that name. */
 static int8_t ecc_arena[ECC_ARENA_SIZE] __attribute__((aligned(16), section(".bss.ecc_arena")));
+#endif
 
-int ecc_model_init(void)
+/* One inference in arena `a`: inlined into both entry points, so the static one runs the code it
+ * always did (the arena's address a constant) and the caller's-arena one the same with `a` loaded. */
+static inline __attribute__((always_inline)) int ecc_run(int8_t *const a, const int8_t *input0, int8_t *output0)
 {
-    return 0;
-}
-
-int ecc_model_run(const int8_t *input0, int8_t *output0)
-{
-    int8_t *const a = ecc_arena;
     int status = 0;
     memcpy(a + 512, input0, 64);
 
@@ -74,4 +72,38 @@ int ecc_model_run(const int8_t *input0, int8_t *output0)
 
     memcpy(output0, a + 16, 10);
     return status;
+}
+#ifndef ECC_NO_STATIC_ARENA
+
+int ecc_model_init(void)
+{
+    return 0;
+}
+
+int ecc_model_run(const int8_t *input0, int8_t *output0)
+{
+    return ecc_run(ecc_arena, input0, output0);
+}
+#endif
+
+int ecc_model_init_ctx(ecc_model_ctx *ctx, void *arena, size_t size)
+{
+    if (ctx == NULL)
+        return ECC_ERR_ARENA_NULL;
+    ctx->arena = NULL;
+    if (arena == NULL)
+        return ECC_ERR_ARENA_NULL;
+    if (size < ECC_ARENA_SIZE)
+        return ECC_ERR_ARENA_TOO_SMALL;
+    if (((uintptr_t)arena & (ECC_ARENA_ALIGNMENT - 1u)) != 0u)
+        return ECC_ERR_ARENA_MISALIGNED;
+    ctx->arena = (int8_t *)arena;
+    return 0;
+}
+
+int ecc_model_run_ctx(const ecc_model_ctx *ctx, const int8_t *input0, int8_t *output0)
+{
+    if (ctx == NULL || ctx->arena == NULL)
+        return ECC_ERR_ARENA_NULL;
+    return ecc_run(ctx->arena, input0, output0);
 }
