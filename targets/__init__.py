@@ -10,8 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from targets.boards_file import BoardsFile, read_boards_file
 from targets.errors import BoardError, BuildError, CompileError, RunError, TargetError
 from targets.target import ISA, MemoryMap, MemoryRegion, RunKind, RunSpec, Target, TimeSource, target_from_mapping
 
@@ -35,40 +34,47 @@ __all__ = [
 
 
 def default_boards_path() -> Path:
-    """The repository's boards.yaml (the package is installed editable, so it sits next to it)."""
-    return Path(__file__).resolve().parent.parent / "boards.yaml"
+    """The package's own boards.yaml (package data beside this file; in the source tree a link to the
+    repository's boards.yaml)."""
+    return Path(__file__).resolve().parent / "boards.yaml"
 
 
-def _read_boards(path: Path) -> dict[str, Any]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as e:
-        raise BoardError(f"{path}: cannot read: {e.strerror}") from None
-    try:
-        doc = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f" (line {mark.line + 1})" if mark is not None else ""
-        raise BoardError(f"{path.name}: invalid YAML{where}: {getattr(e, 'problem', e)}") from None
-    boards = doc.get("boards") if isinstance(doc, dict) else None
-    if not isinstance(boards, dict) or not boards:
-        raise BoardError(f"{path.name}: expected a top-level 'boards:' mapping of board name -> fields")
-    return boards
+def _label(path: Path) -> str:
+    """A user's boards file as messages name it: as given ("./x.yaml" for a bare name, so it never
+    reads as the package's own boards.yaml), its last 160 characters at most."""
+    text = str(path) if path.parent != Path() else f"./{path}"
+    return text if len(text) <= 160 else "..." + text[-157:]
 
 
-def load_target(name: str, path: Path | str | None = None) -> Target:
-    """Load and validate board `name` from boards.yaml (default: the repo's).
+def _boards(path: Path | str | None, extra: Path | str | None) -> dict[str, tuple[Any, BoardsFile]]:
+    """name -> (raw fields, the file it comes from): the default file (or `path`), then `extra`,
+    whose boards add to or replace (whole entries) those of the first."""
+    p = Path(path) if path is not None else default_boards_path()
+    files = [read_boards_file(p, p.name if path is None else _label(p))]
+    if extra is not None:
+        files.append(read_boards_file(Path(extra), _label(Path(extra))))
+    return {name: (raw, f) for f in files for name, raw in f.boards.items()}
 
-    Raises BoardError: unknown board (the message lists the known ones), bad YAML or a bad field.
+
+def _target(name: str, raw: Any, f: BoardsFile) -> Target:
+    return target_from_mapping(name, raw, source=f.label, line_of=f.line_of)
+
+
+def load_target(name: str, path: Path | str | None = None, extra: Path | str | None = None) -> Target:
+    """Load and validate board `name` from boards.yaml (default: the package's) or from `extra`, a
+    user's boards file in the same schema whose boards add to or override (by name) the others.
+
+    Raises BoardError: unknown board (the message lists the known ones), bad YAML or a bad field
+    (`FILE:LINE: board 'x': field 'y': why`).
     """
-    p = Path(path) if path is not None else default_boards_path()
-    boards = _read_boards(p)
+    boards = _boards(path, extra)
     if name not in boards:
-        raise BoardError(f"{p.name}: unknown board '{name}'; known boards: {', '.join(sorted(boards))}")
-    return target_from_mapping(name, boards[name], source=p.name)
+        files = " and ".join(dict.fromkeys(f.label for _, f in boards.values()))
+        raise BoardError(f"{files}: unknown board '{name}'; known boards: {', '.join(sorted(boards))}")
+    return _target(name, *boards[name])
 
 
-def list_targets(path: Path | str | None = None) -> list[Target]:
-    """All boards in boards.yaml, validated, in file order. Raises BoardError on the first bad entry."""
-    p = Path(path) if path is not None else default_boards_path()
-    return [target_from_mapping(n, d, source=p.name) for n, d in _read_boards(p).items()]
+def list_targets(path: Path | str | None = None, extra: Path | str | None = None) -> list[Target]:
+    """All boards, validated, in file order (`extra`'s new boards last, an overridden board where
+    it was). Raises BoardError on the first bad entry."""
+    return [_target(n, raw, f) for n, (raw, f) in _boards(path, extra).items()]

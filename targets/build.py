@@ -12,7 +12,7 @@ import os
 import re
 import shutil
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -56,6 +56,12 @@ class Footprint:
     weights: int = 0  # the weights section
     arena: int = 0  # the tensor arena
     ram: int = 0  # .data + .bss; the board's stack_size and heap_size are added by check_fits
+    # the arena spread over several regions (region -> bytes of its part; their sum is `arena`), or None
+    arena_parts: Mapping[str, int] | None = None
+
+
+def _bytes(n: int) -> str:
+    return f"{n} byte{'' if n == 1 else 's'}"
 
 
 def check_fits(target: Target, sizes: Footprint) -> None:
@@ -69,16 +75,21 @@ def check_fits(target: Target, sizes: Footprint) -> None:
     per_region: dict[str, list[str]] = {}
     used: dict[str, int] = {}
     for role in MEMORY_ROLES:
-        region = getattr(mem, role)
-        used[region] = used.get(region, 0) + demand[role]
-        per_region.setdefault(region, []).append(role)
+        parts = sizes.arena_parts if role == "arena" and sizes.arena_parts else {getattr(mem, role): demand[role]}
+        for region, n in parts.items():
+            used[region] = used.get(region, 0) + n
+            per_region.setdefault(region, []).append(role)
     over = [
-        f"region {name} needs {used[name]} bytes ({' + '.join(per_region[name])}) but has {mem.region(name).size}"
+        f"region {name} needs {used[name]} bytes ({' + '.join(per_region[name])}) but has {mem.region(name).size} "
+        f"({_bytes(used[name] - mem.region(name).size)} over)"
         for name in used
         if used[name] > mem.region(name).size
     ]
     if over:
-        listed = ", ".join(f"{role} {demand[role]}" for role in MEMORY_ROLES)
+        # code is only known once linked (the linker names an overflow then): listed when given
+        listed = ", ".join(f"{role} {demand[role]}" for role in MEMORY_ROLES if role != "code" or demand[role])
+        if sizes.arena_parts:
+            listed += " (" + ", ".join(f"{n} in {r}" for r, n in sizes.arena_parts.items()) + ")"
         raise BuildError(f"model does not fit board '{target.name}': {'; '.join(over)} (sizes in bytes: {listed})")
 
 

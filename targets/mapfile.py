@@ -26,8 +26,10 @@ _RODATA = (".rodata", ".vectors", ".ARM.exidx", ".ARM.extab", ".eh_frame", ".gcc
 _DATA = (".data", ".tdata", ".sdata", ".got")
 _BSS = (".bss", ".tbss", ".sbss", "COMMON")
 # the tensor arena of model.c (c_templates/model.c.j2): ".bss.<library name>_arena" (".bss.ecc_arena" unless
-# the library is named, toolchain/codegen/libnames.py); ".arena" is its name before the rename
-_ARENA_RE = re.compile(r"\.bss\.[a-z][a-z0-9]*_arena")
+# the library is named, toolchain/codegen/libnames.py), and on a board whose arena spans several memory
+# regions its parts ".bss.<library name>_arena.<REGION>" (region names are C identifiers, targets/target.py);
+# ".arena" is its name before the rename
+_ARENA_RE = re.compile(r"\.bss\.[a-z][a-z0-9]*_arena(?:\.[A-Za-z_][A-Za-z0-9_]*)?")
 
 
 @dataclass(frozen=True)

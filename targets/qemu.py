@@ -134,6 +134,20 @@ def _timeout_fault(stderr: str, asked_op: int | None, timeout_s: float) -> Fault
                  line=f"timeout after {timeout_s:.1f} s")
 
 
+def _emulator_fault(target: Target, rc: int | None, stderr: str) -> Fault | None:
+    """The Fault of an emulated run that QEMU itself stopped (an unknown -cpu, a lockup: an image
+    for another core or memory map, a fault inside the fault handler), naming what QEMU said: its
+    last message on stderr or in its log. None for native runs, exit 0, or no message (then the
+    exit status alone tells, as for any program)."""
+    if target.run.kind is RunKind.NATIVE or rc == 0:
+        return None
+    lines = [ln.strip() for ln in stderr.splitlines() if ln.strip()]
+    said = [ln for ln in lines if ln.startswith(("qemu", target.run.executable or "qemu"))]
+    if not said:
+        return None
+    return Fault(reason="EMULATOR", op=-1, kind="emulator", line=said[-1][:300])
+
+
 def run_firmware(
     target: Target,
     elf: Path,
@@ -143,6 +157,7 @@ def run_firmware(
     marks: Sequence[str] = (),
     args: Sequence[str] = (),
     classes: bool = False,
+    regions: Sequence[tuple[int, int]] = (),
 ) -> RunLog:
     """Run `elf` for `target` in folder `cwd`, killed after `timeout_s` seconds of wall time.
 
@@ -153,7 +168,9 @@ def run_firmware(
     `marks`); on other boards `marks` is ignored. `args` are passed to main (semihosting arg= on
     qemu-system). A fault line from board support becomes `RunLog.fault`. `classes`: the plugin
     also counts instructions per class (targets.target.CYCLE_CLASSES; A64 decoding for qemu-user
-    aarch64 boards, Thumb otherwise) and RunLog.mark_classes holds them per mark record.
+    aarch64 boards, Thumb otherwise) and RunLog.mark_classes holds them per mark record. `regions`
+    ([start, end) byte ranges; with `classes`): the plugin also counts the data accesses to each, appended
+    to the class counts in RunLog.mark_classes (targets.runlog.PluginCounts).
 
     Raises RunError if the emulator/ELF/nm cannot be run, a mark symbol is missing, the plugin
     cannot be loaded, or the plugin log of a completed run is malformed. A timeout, non-zero exit
@@ -170,7 +187,8 @@ def run_firmware(
             addrs = symbol_addresses(target, elf, marks)
             isa = "a64" if "aarch64" in (target.run.executable or "") else "thumb"
             spec = ",".join([str(plugin_path()), *(f"mark=0x{a:x}" for a in addrs), "exact=1",
-                             *([f"classes=1,isa={isa}"] if classes else [])])
+                             *([f"classes=1,isa={isa}"] if classes else []),
+                             *(f"region=0x{lo:x}:0x{hi:x}" for lo, hi in (regions if classes else ()))])
             plugin = ["-plugin", spec, "-d", "plugin", "-D", str(log_path)]
         monitor = Path(tmp) / "monitor.sock"
         cmd = _command(target, elf, args, plugin, monitor)
@@ -191,15 +209,21 @@ def run_firmware(
             raise RunError(f"{target.run.executable} could not load the tcount plugin: {line.strip()}")
         counts: PluginCounts | None = None
         log_text = log_path.read_text(errors="replace") if log_path.is_file() else ""
-        # A killed or crashed (lockup, rc 134) QEMU may not reach the plugin's atexit hook: no counts then.
-        if use_plugin and not timed_out and log_text.strip():
-            counts = parse_plugin_log(log_text, len(marks), classes)
+        # -D gets QEMU's own fatal messages too ("qemu: fatal: Lockup: ..."): they are what QEMU said
+        said = [ln.strip() for ln in log_text.splitlines() if ln.strip() and not ln.startswith("tcount:")]
+        plugin_text = "\n".join(ln for ln in log_text.splitlines() if ln.startswith("tcount:"))
+        # A killed or crashed (lockup: abort) QEMU does not reach the plugin's atexit hook: no counts then.
+        if use_plugin and not timed_out and plugin_text.strip():
+            counts = parse_plugin_log(plugin_text, len(marks), classes, len(regions) if classes else 0)
+        if said:  # into stderr, so fw/run.log and the fault line show them
+            stderr = stderr + ("" if not stderr or stderr.endswith("\n") else "\n") + "\n".join(said) + "\n"
     return RunLog(
         stdout=stdout,
         stderr=stderr,
         returncode=rc,
         timed_out=timed_out,
-        fault=_timeout_fault(stderr, asked[0], timeout_s) if timed_out else parse_fault(stderr) or parse_guard(stdout),
+        fault=(_timeout_fault(stderr, asked[0], timeout_s) if timed_out
+               else parse_fault(stderr) or parse_guard(stdout) or _emulator_fault(target, rc, stderr)),
         total_instructions=counts.total_instructions if counts else None,
         marks=counts.marks if counts else [],
         wall_s=wall,

@@ -126,13 +126,24 @@ class PluginCounts:
     marks: list[tuple[int, int]] = field(default_factory=list)
     class_totals: tuple[int, ...] = ()
     mark_classes: list[tuple[int, ...]] = field(default_factory=list)
+    # With regions (plugin args region=LO:HI): the data accesses per region, appended to class_totals
+    # and to every mark_classes entry after the CYCLE_CLASSES counts, in the order the regions were given.
 
 
 _HEADER_RE = re.compile(r"tcount: v2 total_insns=(\d+) marks=(\d+) dropped=(\d+) exact=(\d+)")
 _MARK_RE = re.compile(r"tcount: mark (\d+) which=(\d+) insns=(\d+)")
 _CLASSES = "".join(rf" {c}=(\d+)" for c in CYCLE_CLASSES)
 _CLASSES_RE = re.compile(r"tcount: classes" + _CLASSES)
-_MARK_CLASSES_RE = re.compile(r"tcount: mark (\d+) which=(\d+) insns=(\d+)" + _CLASSES)
+_MARK_CLASSES_RE = re.compile(r"tcount: mark (\d+) which=(\d+) insns=(\d+)" + _CLASSES + r"(?: acc=([\d,]+))?")
+_REGIONS_RE = re.compile(r"tcount: regions acc=([\d,]+)")
+
+
+def _accesses(text: str | None, n_regions: int, what: str) -> tuple[int, ...]:
+    """The region access counts of an `acc=n,n,...` field: exactly n_regions of them (none when 0)."""
+    counts = tuple(int(x) for x in text.split(",") if x) if text else ()
+    if len(counts) != n_regions:
+        raise RunError(f"tcount log: {what}: {len(counts)} region access counts, expected {n_regions}")
+    return counts
 
 
 def _class_counts(m: re.Match, first: int, insns: int, what: str) -> tuple[int, ...]:
@@ -143,10 +154,11 @@ def _class_counts(m: re.Match, first: int, insns: int, what: str) -> tuple[int, 
     return counts
 
 
-def parse_plugin_log(text: str, n_marks: int, classes: bool = False) -> PluginCounts:
+def parse_plugin_log(text: str, n_marks: int, classes: bool = False, n_regions: int = 0) -> PluginCounts:
     """Parse a tcount log strictly. `n_marks` = number of mark addresses passed to the plugin;
     `classes`: the plugin ran with classes=1 (a classes line after the header, class counts on
-    every mark line), else the log must have neither.
+    every mark line), else the log must have neither. `n_regions`: region= arguments given (with
+    classes): a regions line after the classes line and access counts on every mark line.
 
     Raises RunError on anything unexpected: no or repeated header, unknown lines, a record count
     that disagrees with the header, out-of-order sequence numbers, a mark index >= n_marks,
@@ -166,13 +178,18 @@ def parse_plugin_log(text: str, n_marks: int, classes: bool = False) -> PluginCo
             raise RunError(f"tcount log: expected a 'tcount: classes ...' line, got {body[:1]!r}")
         class_totals = _class_counts(c, 1, total, "classes line")
         body = body[1:]
+        if n_regions:
+            if not body or not (r := _REGIONS_RE.fullmatch(body[0].strip())):
+                raise RunError(f"tcount log: expected a 'tcount: regions ...' line, got {body[:1]!r}")
+            class_totals += _accesses(r[1], n_regions, "regions line")
+            body = body[1:]
     line_re = _MARK_CLASSES_RE if classes else _MARK_RE
     marks: list[tuple[int, int]] = []
     mark_classes: list[tuple[int, ...]] = []
     for i, line in enumerate(body):
         m = line_re.fullmatch(line.strip())
         if not m:
-            raise RunError(f"tcount log: malformed line {i + 2 + classes}: {line[:80]!r}")
+            raise RunError(f"tcount log: malformed line {i + 2 + classes + bool(n_regions)}: {line[:80]!r}")
         seq, which, insns = int(m[1]), int(m[2]), int(m[3])
         if seq != i:
             raise RunError(f"tcount log: mark record {seq} out of order at line {i + 2 + classes}")
@@ -182,7 +199,8 @@ def parse_plugin_log(text: str, n_marks: int, classes: bool = False) -> PluginCo
             raise RunError(f"tcount log: mark record {seq} has an impossible count {insns}")
         marks.append((which, insns))
         if classes:
-            mark_classes.append(_class_counts(m, 4, insns, f"mark record {seq}"))
+            acc = _accesses(m[4 + len(CYCLE_CLASSES)], n_regions, f"mark record {seq}")
+            mark_classes.append(_class_counts(m, 4, insns, f"mark record {seq}") + acc)
     if len(marks) != count:
         raise RunError(f"tcount log: header says {count} mark records but {len(marks)} follow (truncated log?)")
     return PluginCounts(total_instructions=total, marks=marks, class_totals=class_totals, mark_classes=mark_classes)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import enum
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -70,11 +70,14 @@ MEMORY_ROLES = ("code", "weights", "ram", "arena")
 
 @dataclass(frozen=True)
 class MemoryRegion:
-    """A contiguous address range. `address` and `size` are in bytes."""
+    """A contiguous address range. `address` and `size` are in bytes; `wait_states`: extra cycles
+    per data access to it, relative to a zero-wait-state TCM (boards.yaml; 0 when not given), for
+    the arena placement (toolchain.placement) and the cycle estimate (profiler.cycles)."""
 
     name: str
     address: int
     size: int
+    wait_states: int = 0
 
     @property
     def end(self) -> int:
@@ -90,9 +93,17 @@ class MemoryMap:
     code: str  # vectors, .text, .rodata (+ .data load image)
     weights: str  # the model's constant weight section
     ram: str  # .data, .bss, heap, stack
-    arena: str  # the static tensor arena (NOLOAD)
+    arena: str  # the static tensor arena (NOLOAD); with several arena regions, the first listed
     stack_size: int  # bytes
     heap_size: int  # bytes
+    # every region the arena may use, `arena` first: boards.yaml `arena: [A, B, ...]` lets the planner
+    # place each buffer in one of them by speed (toolchain.placement); () means (arena,)
+    arena_regions: tuple[str, ...] = ()
+
+    @property
+    def arenas(self) -> tuple[str, ...]:
+        """The regions the arena may use, the main one (`arena`, REGION_ARENA) first."""
+        return self.arena_regions or (self.arena,)
 
     def region(self, name: str) -> MemoryRegion:
         """The region called `name` (KeyError if absent; validation guarantees roles exist)."""
@@ -151,6 +162,7 @@ class Target:
     # Estimated cycles per instruction class (CYCLE_CLASSES -> cycles) from published timing
     # tables, or None: boards.yaml `cycle_costs`; the report's est_cycles (an estimate).
     cycle_costs: Mapping[str, float] | None = None
+    source: str = "boards.yaml"  # the boards file the entry comes from (a user's own file: its path)
 
     def has_feature(self, feature: str) -> bool:
         """True if the core has ISA feature `feature` (e.g. "dsp", "mve", "dotprod")."""
@@ -170,6 +182,8 @@ class Target:
 # Validation: boards.yaml mapping -> Target. Every failure is one line naming file, board, field.
 
 
+# (key path from the file's top: "boards", board, field parts...) -> its 1-based line, or None
+LineOf = Callable[[tuple[str, ...]], int | None]
 _SIZE_RE = re.compile(r"^\s*(0x[0-9a-fA-F]+|\d+)\s*([KMG]?)i?B?\s*$")
 _SCALE = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
 
@@ -177,11 +191,17 @@ _SCALE = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
 class _Fields:
     """Typed accessors over one board's mapping that raise BoardError naming the field."""
 
-    def __init__(self, source: str, board: str, data: Mapping[str, Any]) -> None:
-        self.source, self.board, self.data = source, board, data
+    def __init__(self, source: str, board: str, data: Mapping[str, Any], line_of: LineOf | None = None) -> None:
+        self.source, self.board, self.data, self.line_of = source, board, data, line_of
+
+    def where(self, field: str | None = None) -> str:
+        """`source:LINE` of `field` (or of the board), or `source` when the line is unknown."""
+        path = ("boards", self.board, *(field.split(".") if field else ()))
+        line = self.line_of(path) if self.line_of else None
+        return f"{self.source}:{line}" if line else self.source
 
     def fail(self, field: str, why: str) -> BoardError:
-        return BoardError(f"{self.source}: board '{self.board}': field '{field}': {why}")
+        return BoardError(f"{self.where(field)}: board '{self.board}': field '{field}': {why}")
 
     def get(self, field: str, default: Any = ...) -> Any:
         node: Any = self.data
@@ -192,6 +212,16 @@ class _Fields:
                 return default
             node = node[part]
         return node
+
+    def only(self, field: str | None, allowed: frozenset[str]) -> None:
+        """Refuse keys of mapping `field` (None: the board itself) outside `allowed` (typos)."""
+        node = self.data if field is None else self.get(field, None)
+        if not isinstance(node, Mapping):
+            return
+        for key in node:
+            if key not in allowed:
+                at = f"{field}.{key}" if field else str(key)
+                raise self.fail(at, f"unknown field; allowed here: {', '.join(sorted(allowed))}")
 
     def str_(self, field: str, default: Any = ...) -> str:
         v = self.get(field, default)
@@ -229,6 +259,9 @@ class _Fields:
             raise self.fail(field, f"{v!r} is not one of: {allowed}") from None
 
 
+_REGION_KEYS = frozenset({"address", "size", "wait_states"})
+
+
 def _memory(f: _Fields) -> MemoryMap:
     raw = f.get("memory.regions")
     if not isinstance(raw, Mapping) or not raw:
@@ -237,26 +270,38 @@ def _memory(f: _Fields) -> MemoryMap:
     for name in raw:
         if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", str(name)):
             raise f.fail(f"memory.regions.{name}", "region names must be C/ld identifiers")
+        f.only(f"memory.regions.{name}", _REGION_KEYS)
         address = f.size(f"memory.regions.{name}.address")
         size = f.size(f"memory.regions.{name}.size")
         if size == 0:
             raise f.fail(f"memory.regions.{name}.size", "must be > 0")
-        regions.append(MemoryRegion(str(name), address, size))
+        ws = f.get(f"memory.regions.{name}.wait_states", 0)
+        if isinstance(ws, bool) or not isinstance(ws, int) or not 0 <= ws <= 1000:
+            raise f.fail(f"memory.regions.{name}.wait_states", f"expected an integer 0..1000 (extra cycles per "
+                                                               f"access), got {ws!r}")
+        regions.append(MemoryRegion(str(name), address, size, ws))
     ordered = sorted(regions, key=lambda r: r.address)
     for a, b in zip(ordered, ordered[1:]):
         if b.address < a.end:
             raise f.fail(f"memory.regions.{b.name}", f"overlaps region {a.name}")
     names = {r.name for r in regions}
     roles = {}
+    arenas: tuple[str, ...] = ()
     for role in MEMORY_ROLES:
-        roles[role] = f.str_(f"memory.{role}")
-        if roles[role] not in names:
-            known = ", ".join(sorted(names))
-            raise f.fail(f"memory.{role}", f"region {roles[role]!r} is not in memory.regions ({known})")
+        if role == "arena" and isinstance(f.get("memory.arena"), list):  # several regions: placed by speed
+            arenas = f.str_list("memory.arena")
+            if not arenas or len(set(arenas)) != len(arenas):
+                raise f.fail("memory.arena", "expected a region name or a list of different region names")
+        for name in arenas if role == "arena" and arenas else (f.str_(f"memory.{role}"),):
+            if name not in names:
+                known = ", ".join(sorted(names))
+                raise f.fail(f"memory.{role}", f"region {name!r} is not in memory.regions ({known})")
+        roles[role] = arenas[0] if role == "arena" and arenas else f.str_(f"memory.{role}")
     return MemoryMap(
         regions=tuple(regions),
         stack_size=f.size("memory.stack_size"),
         heap_size=f.size("memory.heap_size"),
+        arena_regions=arenas if len(arenas) > 1 else (),
         **roles,
     )
 
@@ -327,14 +372,28 @@ def _rate(f: _Fields, key: str, ips: Any) -> float:
     return float(ips)
 
 
-def target_from_mapping(name: str, data: Any, source: str = "boards.yaml") -> Target:
-    """Validate one boards.yaml entry and build its Target.
+_BOARD_KEYS = frozenset({"description", "cpu", "isa_features", "kernel_preference", "support", "toolchain", "memory",
+                         "buffer_alignment", "preferred_layout", "run", "cycle_costs"})
+_SECTION_KEYS = {
+    "toolchain": frozenset({"compiler", "nm", "cflags", "ldflags"}),
+    "memory": frozenset({"regions", *MEMORY_ROLES, "stack_size", "heap_size"}),
+    "run": frozenset({"kind", "executable", "args", "time_source", "cost_unit", "guest_ips", "vector_ips",
+                      "core_clock_hz", "icount_shift"}),
+}
 
-    Raises BoardError (one line: `source`, board `name`, the bad field and why).
+
+def target_from_mapping(name: str, data: Any, source: str = "boards.yaml", line_of: LineOf | None = None) -> Target:
+    """Validate one boards.yaml entry and build its Target. `line_of` (targets.boards_file) gives
+    the line of a key path, so messages read `source:LINE: ...`.
+
+    Raises BoardError (one line: `source` and line, board `name`, the bad field and why).
     """
+    f = _Fields(source, name, data if isinstance(data, Mapping) else {}, line_of)
     if not isinstance(data, Mapping):
-        raise BoardError(f"{source}: board '{name}': expected a mapping of fields, got {type(data).__name__}")
-    f = _Fields(source, name, data)
+        raise BoardError(f"{f.where()}: board '{name}': expected a mapping of fields, got {type(data).__name__}")
+    f.only(None, _BOARD_KEYS)
+    for section, keys in _SECTION_KEYS.items():
+        f.only(section, keys)
     features = frozenset(f.str_list("isa_features"))
     if unknown := sorted(features - KNOWN_FEATURES):
         known = ", ".join(sorted(KNOWN_FEATURES))
@@ -367,6 +426,7 @@ def target_from_mapping(name: str, data: Any, source: str = "boards.yaml") -> Ta
         preferred_layout=layout,
         run=_run(f),
         cycle_costs=_cycle_costs(f),
+        source=source,
     )
 
 

@@ -1,11 +1,11 @@
 """The `edgecc` command line: parses arguments, calls the pipeline and the runner, prints.
 
-  edgecc run   [CONFIG.yaml] [--model PATH] [--board NAME[,NAME...]|all] [--calibration DATA] [--verify DATA]
+  edgecc run   [CONFIG.yaml] [--model PATH] [--board NAME[,NAME...]|all] [--boards FILE] [--calibration DATA] [--verify DATA]
                [--out DIR] [--repeat N] [--warmup N] [--optimize speed|ram] [--kernels auto|portable]
                [--debug-guards] [--name NAME] [--quiet]
   edgecc build [CONFIG.yaml] [same flags]          write OUT/lib and OUT/fw without running
   edgecc compare A/report.json B/report.json [--max-regression 5%] [--force]
-  edgecc boards                                    list the boards of boards.yaml
+  edgecc boards [--boards FILE]                    list the boards of boards.yaml (and of FILE)
   edgecc ops                                       ops, dtypes and attributes per frontend; kernels per board
 
 Exit status: 0 pass; 1 verification mismatch (complete OUT written) or, for compare, a budget
@@ -50,6 +50,8 @@ def _parser() -> argparse.ArgumentParser:
         s.add_argument("--model", type=Path, help="float ONNX model")
         s.add_argument("--board", help="board name from boards.yaml (see `edgecc boards`), a comma-separated list "
                                        "of boards, or `all`: each into OUT/<board>/ plus OUT/summary.json")
+        s.add_argument("--boards", type=Path, metavar="FILE", help="your own boards file (boards.yaml's schema): "
+                                                                  "its boards add to or override the stock ones")
         s.add_argument("--calibration", type=Path, help="calibration DATA: .npy, .npz or a folder of images")
         s.add_argument("--verify", type=Path, help="verification DATA: .npy, .npz or a folder of images")
         s.add_argument("--out", type=Path, help="output folder (default from the YAML, else ./out)")
@@ -74,15 +76,20 @@ def _parser() -> argparse.ArgumentParser:
                                                          "checked separately: 5%% (default), 0.05, or cost=5%%,arena=0,flash=1%%")
     c.add_argument("--force", action="store_true", help="compare reports of different boards or cost units")
     c.add_argument("--quiet", action="store_true", help="only the verdict lines")
-    sub.add_parser("boards", help="list the boards")
+    b = sub.add_parser("boards", help="list the boards")
+    b.add_argument("--boards", type=Path, metavar="FILE", help="also list the boards of your own boards file")
     sub.add_parser("ops", help="the support matrix: ops, dtypes and attributes per frontend, kernels per board")
     return p
 
 
-def _boards() -> int:
-    from targets import list_targets
+def _boards(extra: Path | None) -> int:
+    from targets import TargetError, list_targets
 
-    for t in list_targets():
+    try:
+        boards = list_targets(extra=extra)
+    except TargetError as e:
+        raise InputError(str(e)) from None
+    for t in boards:
         feats = ",".join(sorted(t.isa_features)) or "-"
         kernels = ",".join(i.value for i in t.kernel_preference)
         print(f"{t.name:<12} {t.cpu:<11} features={feats:<18} kernels={kernels:<18} cost={t.run.cost_unit:<12} "
@@ -90,17 +97,18 @@ def _boards() -> int:
     return 0
 
 
-def _targets(spec: str) -> list[Target]:
-    """The boards of --board: one name, a comma-separated list, or `all` (InputError if unknown)."""
+def _targets(spec: str, extra: Path | None = None) -> list[Target]:
+    """The boards of --board: one name, a comma-separated list, or `all`, from boards.yaml and the
+    user's boards file `extra` (InputError if unknown or invalid)."""
     from targets import TargetError, list_targets, load_target
 
     try:
         if spec.strip() == "all":
-            return list_targets()
+            return list_targets(extra=extra)
         names = list(dict.fromkeys(n.strip() for n in spec.split(",") if n.strip()))
         if not names:
             raise InputError(f"--board {spec!r}: no board named")
-        return [load_target(n) for n in names]
+        return [load_target(n, extra=extra) for n in names]
     except TargetError as e:
         raise InputError(str(e)) from None
 
@@ -114,13 +122,13 @@ def _job(args: argparse.Namespace) -> int:
     cfg = load_config(args.config, {"model": args.model, "board": args.board, "calibration": args.calibration,
                                     "verify": args.verify, "out": args.out, "repeats": args.repeat,
                                     "warmup": args.warmup, "optimize": args.optimize, "debug_guards": args.debug_guards,
-                                    "kernels": args.kernels, "name": args.name})
+                                    "kernels": args.kernels, "boards": args.boards, "name": args.name})
     if args.layout:  # the data's layout (preprocess.layout), over the YAML's
         from dataclasses import replace
         cfg = replace(cfg, preprocess=replace(cfg.preprocess, layout=args.layout))
-    targets = _targets(cfg.board)
+    targets = _targets(cfg.board, cfg.boards)
     out = cfg.out.resolve()
-    check_out(out, [p for p in (cfg.source, cfg.model, cfg.calibration, cfg.verify) if p is not None])
+    check_out(out, [p for p in (cfg.source, cfg.model, cfg.calibration, cfg.verify, cfg.boards) if p is not None])
     tmp, created = make_tmp(out)
     try:
         # nothing else prints while the bars are live but one-line notes (none under --quiet)
@@ -167,28 +175,40 @@ def _one(args: argparse.Namespace, cfg: Config, targets: list[Target], tmp: Path
         with step(f"{target.name}: run on the board, verify, measure the error per op"):
             outcome = run_and_verify(build, data)
     except TargetError as e:
-        raise _target_error(e) from None
+        raise _target_error(e, target) from None
     write_outputs(outcome.report, tmp)
     finalize(tmp, out)
 
     def show() -> None:
         if not args.quiet:
             print_table(outcome.report)
-        why = "".join(f"{w}; " for w in (_tflm_differs(outcome.report), _gates_failed(outcome.report)) if w)
+        why = "".join(f"{w}; " for w in (_emulator_said(outcome.report), _tflm_differs(outcome.report),
+                                         _gates_failed(outcome.report)) if w)
         print(f"edgecc: {VERDICTS[outcome.exit_code]}: {why}report in {out}/report.json (also .md, .csv, .html)")
 
     return outcome.exit_code, show
 
 
-def _target_error(e: Exception) -> EdgeccError:
+def _target_error(e: Exception, target: Target | None = None) -> EdgeccError:
     """A board-side failure as the CLI's error: generated C that does not compile or link is edgecc's
-    fault (InternalError, exit 4); a board that cannot take the model, a missing tool, QEMU trouble:
-    exit 2."""
-    from targets import CompileError
+    fault (InternalError, exit 4), unless the board comes from the user's own boards file (its
+    toolchain flags are the likelier cause: exit 2, naming the file); a board that cannot take the
+    model, a missing tool, QEMU trouble: exit 2."""
+    from targets import CompileError, default_boards_path
 
+    if isinstance(e, CompileError) and target is not None and target.source != default_boards_path().name:
+        return InputError(f"the generated C does not build for board '{target.name}' of {target.source}: {e}; "
+                          "check the board's toolchain flags (compiler, cflags, ldflags) there")
     if isinstance(e, CompileError):
         return InternalError(f"the generated C does not build: {e}; {REPORT_HINT}")
     return InputError(str(e))
+
+
+def _emulator_said(report: dict) -> str | None:
+    """'the emulator stopped the run: <what it said> (fw/run.log)' when QEMU itself ended the run
+    (fault kind emulator: an unknown -cpu, a lockup), else None."""
+    f = report.get("fault") or {}
+    return f"the emulator stopped the run: {f.get('line', '')} (see fw/run.log)" if f.get("kind") == "emulator" else None
 
 
 def _gates_failed(report: dict) -> str | None:
@@ -240,7 +260,7 @@ def _sweep(args: argparse.Namespace, cfg: Config, targets: list[Target], tmp: Pa
                 entries.append(board_entry(target.name, outcome.exit_code, reports[target.name])
                                if args.cmd == "run" else build_entry(target.name, build))
             except (EdgeccError, TargetError) as e:
-                err = e if isinstance(e, EdgeccError) else _target_error(e)
+                err = e if isinstance(e, EdgeccError) else _target_error(e, target)
                 entries.append(board_entry(target.name, err.exit_code, None, str(err)))
             advance(1)
     doc = summary(str(cfg.model), entries)
@@ -257,7 +277,7 @@ def _sweep(args: argparse.Namespace, cfg: Config, targets: list[Target], tmp: Pa
             else:
                 where = e["error"] or f"{out}/{e['board']}/report.json"
                 rep = reports.get(e["board"]) or {}
-                why = "".join(f"{w}; " for w in (_tflm_differs(rep), _gates_failed(rep)) if w)
+                why = "".join(f"{w}; " for w in (_emulator_said(rep), _tflm_differs(rep), _gates_failed(rep)) if w)
                 where = f"{why}{where}"
                 print(f"edgecc: {e['board']}: {VERDICTS[e['exit_code']]}: {where}")
         verdict = VERDICTS[doc["exit_code"]] if args.cmd == "run" or doc["exit_code"] else "BUILT"
@@ -321,7 +341,7 @@ def main(argv: list[str] | None = None) -> int:
         warnings.simplefilter("ignore")
     try:
         if args.cmd == "boards":
-            return _boards()
+            return _boards(args.boards)
         if args.cmd == "ops":
             from toolchain.support import render
 

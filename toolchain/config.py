@@ -124,6 +124,7 @@ class Config:
     batch: int = 1  # inferences per run: the batch axis of every model input (per-inference figures = total / batch)
     debug_guards: bool = False  # guard bytes after every arena buffer, checked after every op (a debug build)
     kernels: str = "auto"  # auto: the board's kernel_preference; portable: the portable C kernels only (a baseline)
+    boards: Path | None = None  # the user's own boards file: its boards add to or override boards.yaml's
     # the library's name (toolchain/codegen/libnames.py): prefixes its symbols, macros and files so several
     # libraries link into one firmware; None: today's names (ecc_model_run, ECC_ARENA_SIZE, model.h)
     name: str | None = None
@@ -241,7 +242,7 @@ def load_config(path: Path | None, overrides: dict[str, Any]) -> Config:
         raise InputError(f"{where}: unknown key(s) {clip_text(', '.join(unknown), 60)}; {hint}"
                          f"allowed: {clip_text(', '.join(sorted(known)), room)}")
     kw: dict[str, Any] = {"source": path}
-    for key in ("model", "calibration", "verify", "out"):
+    for key in ("model", "calibration", "verify", "out", "boards"):
         if raw.get(key) is not None:
             kw[key] = _path(raw[key], base, key, where)
     for key in (*_STRS, *_CHOICES, *_INTS, *_FLOATS, *_BOOLS):
@@ -253,7 +254,7 @@ def load_config(path: Path | None, overrides: dict[str, Any]) -> Config:
     for key, value in overrides.items():
         if value is None:
             continue
-        if key in ("model", "calibration", "verify", "out"):
+        if key in ("model", "calibration", "verify", "out", "boards"):
             kw[key] = Path(value)
         else:  # a flag's value: blame the flag, not the YAML
             flag = FLAGS.get(key, f"--{key}")

@@ -10,21 +10,24 @@ check_no_overlap on every plan. Offsets and the arena size are multiples of the 
 Debug guards (`debug_guards: true`): every buffer is planned `guard_bytes` larger, so the pattern
 bytes written right after its last byte (up to its aligned end) never share a byte with another
 live buffer, and one more guard closes the arena; the emitted C checks them after every op.
+Several arena regions (boards.yaml `arena: [A, B]`): toolchain.placement picks each buffer's region,
+then each region's buffers are planned as an arena of their own (MemoryPlan.region_of).
 Not here: the placement algorithms (toolchain.planners), the execution order (toolchain.schedule).
 Later: Concat producers writing straight into their slice of the output (no Concat op yet).
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 
 from toolchain.ir import Graph, Node
 from toolchain.ops.registry import KernelVariant, opdef
+from toolchain.placement import RegionSpec, place, traffic
 from toolchain.planners import PLANNERS, Buffer, align, live_bound_units, plan_best
 from toolchain.schedule import order_for_memory
 
-__all__ = ["Buffer", "GUARD_BYTES", "MemoryPlan", "PlanError", "PLANNERS", "lifetimes", "live_bound", "plan_memory",
-           "check_no_overlap", "inplace_inputs", "plan_for_kernels", "plan_naive", "plan_greedy_by_size"]
+__all__ = ["Buffer", "GUARD_BYTES", "MemoryPlan", "PlanError", "PLANNERS", "RegionSpec", "lifetimes", "live_bound",
+           "plan_memory", "check_no_overlap", "inplace_inputs", "plan_for_kernels", "plan_naive", "plan_greedy_by_size"]
 
 GUARD_BYTES = 16  # debug guards: at least this many pattern bytes after every buffer and at the arena's end
 
@@ -47,10 +50,35 @@ class MemoryPlan:
     planner: str
     tensor_buffer: Mapping[str, str]  # tensor name -> buffer name (views and in-place outputs share one)
     guard_bytes: int = 0  # debug guards: minimum guard after every buffer (0: no guards)
+    # Several arena regions (toolchain.placement): buffer -> region, and region -> bytes of its part of
+    # the arena, in the board's order, the first being the main arena (<name>_arena); offsets are then
+    # from the base of the buffer's region part and arena_bytes is the sum. Empty: one arena.
+    region_of: Mapping[str, str] = field(default_factory=dict)
+    region_bytes: Mapping[str, int] = field(default_factory=dict)
 
     def offset_of(self, tensor: str) -> int:
-        """Arena offset in bytes of a tensor's first element."""
+        """Arena offset in bytes of a tensor's first element (from its region part's base)."""
         return self.offsets[self.tensor_buffer[tensor]]
+
+    @property
+    def main_region(self) -> str | None:
+        """The region of the main arena array (<name>_arena, ecc_arena by default), None with one arena."""
+        return next(iter(self.region_bytes), None)
+
+    @property
+    def main_bytes(self) -> int:
+        """Bytes of the main arena array (<NAME>_ARENA_SIZE): all of it with one arena."""
+        return self.region_bytes[self.main_region] if self.region_bytes else self.arena_bytes
+
+    def base_of_buffer(self, buffer: str) -> str:
+        """The C pointer name of the buffer's arena part in <name>_model_run: `a` (the main arena) or
+        `a_<REGION>`."""
+        region = self.region_of.get(buffer)
+        return "a" if region is None or region == self.main_region else f"a_{region}"
+
+    def base_of(self, tensor: str) -> str:
+        """base_of_buffer of the buffer holding `tensor`."""
+        return self.base_of_buffer(self.tensor_buffer[tensor])
 
     def tensors_of(self, buffer: str) -> list[str]:
         """The tensors stored in a buffer, sorted (empty for scratch)."""
@@ -162,13 +190,46 @@ def live_bound(buffers: list[Buffer], alignment: int) -> int:
     return live_bound_units(buffers, alignment) * alignment
 
 
+def _plan_regions(graph: Graph, buffers: list[Buffer], root: dict[str, str], alignment: int, planner: str | None,
+                  regions: Sequence[RegionSpec]) -> MemoryPlan:
+    """The arena over several regions: toolchain.placement chooses each buffer's region, then each
+    region's buffers are planned as one arena of their own."""
+    region_of = place(buffers, traffic(graph, buffers, root), regions, alignment)
+    offsets: dict[str, int] = {}
+    region_bytes: dict[str, int] = {}
+    winners = []
+    for r in regions:
+        part = [b for b in buffers if region_of[b.name] == r.name]
+        if planner is None:
+            name, off = plan_best(part, alignment)
+        elif planner in PLANNERS:
+            name, off = planner, PLANNERS[planner](part, alignment)
+        else:
+            raise PlanError(f"unknown planner {planner!r}; known: {', '.join(PLANNERS)}")
+        if part:
+            winners.append(name)
+        offsets.update(off)
+        region_bytes[r.name] = align(max((off[b.name] + b.size for b in part), default=0), alignment)
+    plan = MemoryPlan(tuple(buffers), offsets, sum(region_bytes.values()), alignment,
+                      "+".join(dict.fromkeys(winners)) or "best", root, 0, region_of, region_bytes)
+    check_no_overlap(plan)
+    return plan
+
+
 def plan_memory(graph: Graph, scratch: Mapping[str, int], alignment: int, planner: str | None = None, *,
-                inplace: Mapping[str, tuple[int, ...]] | None = None, guard_bytes: int = 0) -> MemoryPlan:
+                inplace: Mapping[str, tuple[int, ...]] | None = None, guard_bytes: int = 0,
+                regions: Sequence[RegionSpec] | None = None) -> MemoryPlan:
     """Plan the arena of a graph in its node order: the best plan found (smallest arena, the
     earliest planner on ties; MemoryPlan.planner names the winner) or the named planner's. The
     result is checked before it is returned. guard_bytes > 0 (debug guards, e.g. GUARD_BYTES):
-    every buffer is planned that much larger and the arena ends with an aligned guard of its own."""
+    every buffer is planned that much larger and the arena ends with an aligned guard of its own.
+    regions (two or more, the main arena's first; not with guards): the arena is spread over them
+    by toolchain.placement, each region's part planned on its own (MemoryPlan.region_of)."""
     buffers, root = lifetimes(graph, scratch, inplace)
+    if regions is not None and len(regions) > 1:
+        if guard_bytes:
+            raise PlanError("debug guards need one arena region")
+        return _plan_regions(graph, buffers, root, alignment, planner, regions)
     planned = [Buffer(b.name, b.size + guard_bytes, b.first, b.last) for b in buffers] if guard_bytes else buffers
     if planner is None:
         planner, offsets = plan_best(planned, alignment)
@@ -200,19 +261,20 @@ def check_no_overlap(plan: MemoryPlan) -> None:
     aligned, or a buffer runs past the arena. With debug guards a buffer's guard counts as part of
     it, and nothing may reach into the arena's end guard."""
     bs = sorted(plan.planned_buffers(), key=lambda b: (b.first, b.name))
-    top = plan.arena_bytes - plan.end_guard_bytes
     for b in bs:
         if b.name not in plan.offsets:
             raise PlanError(f"buffer {b.name} has no offset")
         off = plan.offsets[b.name]
+        region = plan.region_of.get(b.name)
+        top = plan.region_bytes[region] if region is not None else plan.arena_bytes - plan.end_guard_bytes
         if off % plan.alignment or off < 0 or off + b.size > top:
             raise PlanError(f"buffer {b.name} at {off} (+{b.size} B) is misaligned or outside the "
-                            f"{plan.arena_bytes} B arena")
+                            f"{top} B arena{f' part in {region}' if region else ''}")
     for i, a in enumerate(bs):
         for b in bs[i + 1:]:
             if b.first > a.last:
                 break  # sorted by first step: no later buffer is live with a
-            if a.size and b.size:
+            if a.size and b.size and plan.region_of.get(a.name) == plan.region_of.get(b.name):
                 oa, ob = plan.offsets[a.name], plan.offsets[b.name]
                 if oa < ob + b.size and ob < oa + a.size:
                     raise PlanError(f"buffers {a.name} [{oa}, {oa + a.size}) and {b.name} [{ob}, {ob + b.size}) "

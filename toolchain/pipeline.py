@@ -38,6 +38,7 @@ from toolchain.lower import lowering_target, scratch_sizes, select_kernels
 from toolchain.memory import GUARD_BYTES, MemoryPlan, inplace_inputs, plan_memory
 from toolchain.ops.fixed_point import graph_rounding, rounding_mode
 from toolchain.ops.registry import KernelVariant
+from toolchain.placement import RegionSpec
 from toolchain.passes import run_passes
 from toolchain.passes.select_layout import select_layout
 from toolchain.passes.set_io_dtype import set_io_dtype
@@ -176,10 +177,13 @@ def compile_model(cfg: Config, target: Target, out_dir: Path, *, profile: bool,
     variants = select_kernels(qgraph, prefs, target.isa_features, cfg.optimize)  # one kernel variant per op for this board
     scratch, inplace = scratch_sizes(qgraph, variants), inplace_inputs(variants)
     qgraph = order_for_memory(qgraph, scratch, target.buffer_alignment, inplace)  # order with the smallest live peak
-    plan = plan_memory(qgraph, scratch, target.buffer_alignment, inplace=inplace,  # one static arena at the live bound
-                       guard_bytes=GUARD_BYTES if cfg.debug_guards else 0)  # debug_guards: a guard after every buffer
     weight_bytes = sum(t.nbytes for t in qgraph.tensors.values() if t.is_const)
-    check_fits(target, Footprint(weights=weight_bytes, arena=plan.arena_bytes))  # fail before any C is compiled
+    regions = arena_regions(target, weight_bytes, harness_bytes(qgraph, target, cfg), cfg.debug_guards)  # by speed
+    plan = plan_memory(qgraph, scratch, target.buffer_alignment, inplace=inplace,  # one static arena at the live bound
+                       guard_bytes=GUARD_BYTES if cfg.debug_guards else 0,  # debug_guards: a guard after every buffer
+                       regions=regions)
+    check_fits(target, Footprint(weights=weight_bytes, arena=plan.arena_bytes,  # fail before any C is compiled
+                                 arena_parts=dict(plan.region_bytes) or None))
     with rounding_mode(graph_rounding(qgraph)):                       # argument values (clamp bounds) round as the model
         ctx = build_context(qgraph, plan, variants, model_stamp(cfg, target), cfg.weights_section,
                             LibNames.of(cfg.name))                    # `name:` prefixes symbols, macros, files
@@ -195,6 +199,43 @@ def compile_model(cfg: Config, target: Target, out_dir: Path, *, profile: bool,
     t2 = time.monotonic()
     return Build(cfg, target, graph, qgraph, variants, plan, ctx, lib_dir, fw_dir, fw, front.calibration_samples,
                  front.python_s + t1 - t0, t2 - t1)
+
+
+RAM_MARGIN = 4096  # bytes of .data/.bss kept free beside the arena in the `ram` region: libc, start-up, harness
+
+
+def region_specs(target: Target, weight_bytes: int, ram_bytes: int = 0) -> list[RegionSpec] | None:
+    """The board's arena regions (main first) with the bytes free for the arena in each: its size less
+    the stack, heap and `ram_bytes` + RAM_MARGIN of .data/.bss (the `ram` region; they are only known
+    once linked, the linker names an overflow) and the weights (the `weights` region). None for a
+    board with one arena region."""
+    mem = target.memory
+    if len(mem.arenas) < 2:
+        return None
+    reserved = {mem.ram: mem.stack_size + mem.heap_size + ram_bytes + RAM_MARGIN}
+    reserved[mem.weights] = reserved.get(mem.weights, 0) + weight_bytes
+    return [RegionSpec(n, max(mem.region(n).size - reserved.get(n, 0), 0), mem.region(n).wait_states)
+            for n in mem.arenas]
+
+
+def harness_bytes(graph: Graph, target: Target, cfg: Config) -> int:
+    """Static RAM of the test harness (c_templates/main.c.j2): a copy of every graph input and output,
+    and with a measured timer the per-op times of the timed repeats (bytes)."""
+    io = sum(graph.t(t).nbytes for t in (*graph.inputs, *graph.outputs))
+    timed = 8 * cfg.repeats * (len(graph.nodes) + 1) if target.run.time_source is not TimeSource.PLUGIN else 0
+    return io + timed
+
+
+def arena_regions(target: Target, weight_bytes: int, ram_bytes: int, debug_guards: bool) -> list[RegionSpec] | None:
+    """The regions to spread the arena over (region_specs), or None: one arena
+    region, or a debug_guards build (its guards index one arena: the board's main arena region, said
+    in a note)."""
+    specs = region_specs(target, weight_bytes, ram_bytes)
+    if specs is not None and debug_guards:
+        show_notes([f"debug_guards: the arena is planned in {target.memory.arena} alone, not over "
+                    f"{', '.join(target.memory.arenas)} (guards check one arena)"])
+        return None
+    return specs
 
 
 def debug_defines(names: LibNames = LibNames()) -> list[str]:

@@ -8,6 +8,7 @@ min_sqnr_db), 3 guest fault, timeout or crash.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,10 +16,11 @@ from typing import Any
 
 import numpy as np
 
-from profiler.cycles import cycle_fields
+from profiler.cycles import cycle_fields, region_accesses
 from profiler.memory_plot import plot_memory
 from profiler.numerics import MAX_SAMPLES, op_numerics
 from profiler.qdq_reference import is_qdq, ort_tensors
+from profiler.regions import placement_section, regions_section
 from profiler.parse import MARK_SYMBOLS, ProfileError, from_harness, from_marks
 from profiler.report import build_report
 from targets import TimeSource
@@ -116,7 +118,8 @@ def static_ops(build: Build) -> list[dict[str, Any]]:
     return ops
 
 
-def memory_section(build: Build, stack: tuple[int, int] | None = None) -> dict[str, Any]:
+def memory_section(build: Build, stack: tuple[int, int] | None = None,
+                   accesses: Mapping[str, int] | None = None) -> dict[str, Any]:
     """report.memory: arena, live-set bound, TFLM's greedy-by-size and the naive sum on the same
     buffers (with debug guards: the guarded buffers, plus the arena's end guard), every buffer's
     placement, the model library's RAM (arena + data + bss + its -fstack-usage stack), the test
@@ -134,7 +137,10 @@ def memory_section(build: Build, stack: tuple[int, int] | None = None) -> dict[s
                "greedy_by_size_bytes": arena("greedy_by_size") + end, "naive_bytes": arena("naive") + end,
                "planner": plan.planner, "alignment": a,
                "buffers": [{"name": b.name, "offset": plan.offsets[b.name], "size": b.size, "first_op": b.first,
-                            "last_op": b.last, "tensors": plan.tensors_of(b.name)} for b in plan.buffers]}
+                            "last_op": b.last, "tensors": plan.tensors_of(b.name),
+                            "region": plan.region_of.get(b.name, build.target.memory.arena)} for b in plan.buffers]}
+    section["regions"] = regions_section(build.target, build.plan, build.firmware.lib.weights, accesses)
+    section["placement"] = placement_section(build.target, build.plan, build.graph_s8)
     if plan.guard_bytes:  # the debug build's guards and what they cost against the same buffers unguarded
         bare = list(plan.buffers)
         bare_arena = arena("best", bare)
@@ -263,6 +269,13 @@ def _ort_default_session(build: Build, data: dict[str, np.ndarray], q: dict[str,
         return None
 
 
+def _accesses(log: Any, slow: list) -> dict[str, int] | None:
+    """Data accesses per region with wait states over one inference of sample 0 (the run marks of the
+    plugin log), or None when not counted."""
+    per = region_accesses(log.marks, log.mark_classes, len(CYCLE_CLASSES)) if slow else None
+    return None if per is None else {r.name: n for r, n in zip(slow, per, strict=True)}
+
+
 def run_and_verify(build: Build, data: dict[str, np.ndarray] | None = None) -> Outcome:
     """Run the firmware on all verification samples `data` (from `verification_data`, read now if
     None; one run), verify, and build the report."""
@@ -276,8 +289,11 @@ def run_and_verify(build: Build, data: dict[str, np.ndarray] | None = None) -> O
     out_file.unlink(missing_ok=True)
     timeout = target.run_timeout_s(expected_instructions(build, samples))
     with ThreadPoolExecutor(max_workers=1) as pool:  # the board runs while Python computes the references
+        # regions with wait states: the plugin counts data accesses to each (cycle estimate, memory.regions)
+        slow = [r for r in target.memory.regions if r.wait_states] if target.cycle_costs is not None else []
         pending = pool.submit(run_firmware, target, build.firmware.elf, cwd=build.fw_dir, timeout_s=timeout,
-                              marks=MARK_SYMBOLS, classes=target.cycle_costs is not None)
+                              marks=MARK_SYMBOLS, classes=target.cycle_costs is not None,
+                              regions=[(r.address, r.end) for r in slow])
         runs = [interpret(g, {k: v[i] for k, v in q.items()}, keep_all=i < MAX_SAMPLES) for i in range(samples)]
         expected = [np.stack([r[o] for r in runs]) for o in g.outputs]
         numerics = op_numerics(build.graph_f32, g, data, q, int8_envs=runs[:MAX_SAMPLES],  # per-op error vs float
@@ -351,13 +367,16 @@ def run_and_verify(build: Build, data: dict[str, np.ndarray] | None = None) -> O
     fw = build.firmware
     report = build_report(
         model=str(cfg.model), model_sha256=hashlib.sha256(Path(cfg.model).read_bytes()).hexdigest(),
-        board=target.name, costs=costs, ops=ops, memory=memory_section(build, getattr(log, "stack", None)),
+        board=target.name, costs=costs, ops=ops,
+        memory=memory_section(build, getattr(log, "stack", None), _accesses(log, slow)),
         lib_sections={k: getattr(fw.lib, k) for k in ("text", "rodata", "weights", "data", "bss")},
         harness_bytes=fw.harness.flash, verification=verification, status=status, fault=fault, numerics=numerics,
         timings={"build_python": round(build.python_s, 3), "build_gcc": round(build.gcc_s, 3), "run": round(log.wall_s, 3)},
         generator=f"edgecc {__version__}", weights=weights_breakdown(g, build.context), graph=g)
     report.update(batch_fields(build, report))  # `batch: N`: per-inference figures; every tensor's layout
-    costs = None if target.cycle_costs is None else [target.cycle_costs[c] for c in CYCLE_CLASSES]
-    report.update(cycle_fields(report, log.marks, log.mark_classes, costs))  # estimated cycles (issue 6 point 5)
+    costs = None if target.cycle_costs is None else ([target.cycle_costs[c] for c in CYCLE_CLASSES]
+                                                     + [r.wait_states for r in slow])  # + data accesses x wait states
+    report.update(cycle_fields(report, log.marks, log.mark_classes, costs,  # estimated cycles (issue 6 point 5)
+                               wait_states=bool(slow)))
     code = {"pass": 0, "mismatch": 1, "gate": 1}.get(status, 3)
     return Outcome(report, code, log_text)

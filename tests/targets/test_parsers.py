@@ -96,6 +96,9 @@ def test_classify() -> None:
     assert classify(".bss.ecc_arena") == "arena" and classify(".arena") == "arena"  # before and after the rename
     assert classify(".bss.ecc_arena_x") == "bss" and classify(".bss.y") == "bss"
     assert classify(".bss.kws_arena") == "arena" and classify(".bss.kws2_arena") == "arena"  # named libraries
+    # the arena's parts in a board's other arena regions (`arena: [DTCM, SRAM]`), of any library
+    assert classify(".bss.ecc_arena.SRAM") == "arena" and classify(".bss.kws_arena.AXI_SRAM1") == "arena"
+    assert classify(".bss.kws_arena.") == "bss" and classify(".bss.kws_arena.SRAM.x") == "bss"
 
 
 def test_check_fits() -> None:

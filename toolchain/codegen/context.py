@@ -64,6 +64,7 @@ class IOView:
     scale: float
     zero_point: int
     ctype: str = "int8_t"
+    base: str = "a"  # the C pointer of its arena part (MemoryPlan.base_of)
 
     @property
     def count_suffix(self) -> str:
@@ -120,6 +121,21 @@ def kernel_features(variants: dict[str, KernelVariant]) -> tuple[tuple[str, tupl
 
 
 @dataclass(frozen=True)
+class ArenaView:
+    """An arena part beside the main one (several arena regions): the static array `symbol`
+    (`<name>_arena_<REGION>`) of `size` bytes in section `section` (`.bss.<name>_arena.<REGION>`, the
+    linker script puts it in its region), seen as `base` in <name>_model_run, its size as macro
+    `macro` (`<NAME>_ARENA_<REGION>_SIZE`) in model.h."""
+
+    region: str
+    symbol: str
+    base: str
+    size: int
+    section: str
+    macro: str
+
+
+@dataclass(frozen=True)
 class ModelContext:
     """Everything the model library templates need."""
 
@@ -136,6 +152,8 @@ class ModelContext:
     guards: tuple[GuardView, ...] = ()  # debug guards, empty unless debug_guards: true
     guard_op_names: tuple[str, ...] = ()  # with guards: every kernel call's node name as a C literal
     guard_output_ends: tuple[int, ...] = ()  # with guards: arena offset just past each call's first output
+    arenas: tuple[ArenaView, ...] = ()  # the arena parts in other regions than the main one (several regions)
+    main_region: str | None = None  # the main arena's region when the arena spans several
     names: LibNames = LibNames()  # the library's prefix and file names (`name:`; `ecc` and today's files without)
     kernel_features: tuple[tuple[str, tuple[str, ...]], ...] = ()  # ISA kernel template -> features it needs
 
@@ -189,7 +207,7 @@ def _tensor_ref(arg, graph: Graph, plan: MemoryPlan, wnames: CNames, consts: dic
     """C expression of an "act" (arena offset) or "const" (weights symbol) kernel argument."""
     if arg.kind == "act":
         t = graph.t(arg.value)
-        base = f"(a + {plan.offset_of(arg.value)})"
+        base = f"({plan.base_of(arg.value)} + {plan.offset_of(arg.value)})"
         return base if t.dtype.c == "int8_t" else f"(({t.dtype.c} *){base})"
     t = graph.t(arg.value)
     sym = wnames(arg.value)
@@ -220,7 +238,8 @@ def build_context(graph: Graph, plan: MemoryPlan, variants: dict[str, KernelVari
             continue
         variant = variants[node.name]
         scratch_key = f"scratch:{node.name}"
-        args = [f"(a + {plan.offsets[scratch_key]})" if scratch_key in plan.offsets else "NULL"]
+        args = [f"({plan.base_of_buffer(scratch_key)} + {plan.offsets[scratch_key]})" if scratch_key in plan.offsets
+                else "NULL"]
         for arg in (variant.args or op.kernel_args)(node, graph):
             if arg.kind == "int":
                 args.append(c_int(arg.value))
@@ -250,14 +269,19 @@ def build_context(graph: Graph, plan: MemoryPlan, variants: dict[str, KernelVari
             t = graph.t(name)
             q = io_qparams(graph, name) or QuantParams.per_tensor(1.0, 0)   # float32 edges carry real values
             views.append(IOView(ionames(f"{kind}{i}"), name, plan.offset_of(name), t.nbytes, t.shape,
-                                q.s, q.zp, io_ctype(graph, name)))
+                                q.s, q.zp, io_ctype(graph, name), plan.base_of(name)))
         ios.append(tuple(views))
     templates = tuple(sorted({v.template for v in variants.values()}))
     headers = tuple(sorted({h for v in variants.values() for h in v.headers}))
     guards = tuple(GuardView(c_string(*g[:1]), *g[1:]) for g in plan.guards())
     kernels = [n for n in graph.nodes if not opdef(n).is_view] if guards else []
-    return ModelContext(stamp, plan.arena_bytes, plan.alignment, weights_section, ios[0], ios[1], tuple(calls),
+    arenas = tuple(ArenaView(r, f"{names.prefix}_arena_{r}", f"a_{r}", n, f"{names.arena_section}.{r}",
+                             f"{names.macro}_ARENA_{r.upper()}_SIZE")
+                   for r, n in plan.region_bytes.items() if r != plan.main_region and n)
+    # a main arena part left empty by the placement still needs a (non-zero) C array
+    main_bytes = max(plan.main_bytes, plan.alignment) if plan.region_bytes else plan.arena_bytes
+    return ModelContext(stamp, main_bytes, plan.alignment, weights_section, ios[0], ios[1], tuple(calls),
                         tuple(consts.values()), templates, headers, guards,
                         tuple(c_string(n.name) for n in kernels),
-                        tuple(plan.offset_of(n.outputs[0]) + graph.t(n.outputs[0]).nbytes for n in kernels), names,
-                        kernel_features(variants))
+                        tuple(plan.offset_of(n.outputs[0]) + graph.t(n.outputs[0]).nbytes for n in kernels),
+                        arenas, plan.main_region, names, kernel_features(variants))

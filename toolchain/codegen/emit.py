@@ -13,7 +13,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from toolchain.codegen.context import BoardFlags, ModelContext
 from toolchain.codegen.filters import FILTERS, c_comment
 
-TEMPLATE_DIR = Path(__file__).resolve().parents[2] / "c_templates"
+TEMPLATE_DIR = Path(__file__).resolve().parents[1] / "c_templates"  # package data (a link to the repo's c_templates/)
 KERNEL_HEADERS = ("kernels/portable/ecc_fixed_point.h",)  # + ecc_kernels.h, generated (kernel_header)
 
 
