@@ -49,8 +49,8 @@ def test_generated_c_that_does_not_compile_is_an_internal_error(edgecc, need_boa
     need_board("host")
     emit = toolchain.pipeline.emit_library
 
-    def emit_broken(ctx, lib_dir):
-        sources = emit(ctx, lib_dir)
+    def emit_broken(ctx, lib_dir, *args, **kwargs):
+        sources = emit(ctx, lib_dir, *args, **kwargs)
         with (lib_dir / "model.c").open("a") as f:
             f.write("\nint ecc_broken(void) { return undeclared_symbol; }\n")
         return sources
