@@ -36,6 +36,7 @@ from toolchain.ir import DType, Graph
 from toolchain.ops.fixed_point import graph_rounding, rounding_mode
 from toolchain.ops.registry import opdef
 
+QUANTIZED = (DType.INT8, DType.INT16)  # activation types an isolated run quantizes the float reference to
 MAX_SAMPLES = 32  # enough for a stable per-layer SQNR, cheap enough for ResNet-8 (about 3 s)
 REFERENCE_FLOAT = ("float graph (the IR before quantization; for an int8 model its float twin with dequantized "
                    "weights), edgecc float interpreter")
@@ -81,9 +82,17 @@ def _sqnr(signal: float, noise: float) -> float | None:
 
 
 def _quantizable(name: str, g8: Graph, fenv: Mapping[str, np.ndarray]) -> bool:
-    """Whether activation `name` has a float reference an isolated run can be fed (quantized to int8)."""
+    """Whether activation `name` has a float reference an isolated run can be fed (quantized to its
+    int8 or int16 grid)."""
     t = g8.t(name)
-    return name in fenv and fenv[name].shape == t.shape and t.quant is not None and t.dtype == DType.INT8
+    return name in fenv and fenv[name].shape == t.shape and t.quant is not None and t.dtype in QUANTIZED
+
+
+def reference_q(node: Any, g8: Graph) -> Any:
+    """The op's integer reference for `node` of the quantized graph: reference_s16 for a node with an
+    int16 output (16x8), reference_s8 otherwise (as toolchain.interpret chooses)."""
+    op = opdef(node)
+    return op.reference_s16 if g8.t(node.outputs[0]).dtype == DType.INT16 else op.reference_s8
 
 
 def _isolated_inputs(node: Any, g8: Graph, fenv: Mapping[str, np.ndarray],
@@ -102,7 +111,7 @@ def _isolated_inputs(node: Any, g8: Graph, fenv: Mapping[str, np.ndarray],
         elif env is not None and name in env:
             ins.append(env[name])
         elif _quantizable(name, g8, fenv):
-            ins.append(t.quant.quantize(fenv[name]))
+            ins.append(t.quant.quantize(fenv[name], t.dtype))
         else:
             return None
     return ins
@@ -148,7 +157,7 @@ def _group_run(group: Sequence[Any], g8: Graph, fenv: Mapping[str, np.ndarray]) 
         ins = _isolated_inputs(n, g8, fenv, env)
         if ins is None:
             return {}
-        env.update(zip(n.outputs, opdef(n).reference_s8(n, g8, ins), strict=False))
+        env.update(zip(n.outputs, reference_q(n, g8)(n, g8, ins), strict=False))
     return env
 
 
@@ -199,7 +208,7 @@ def op_numerics(graph_f32: Graph, graph_s8: Graph, float_inputs: Mapping[str, np
                     iso = runs.setdefault(id(group), _group_run(group, graph_s8, fenv)).get(out)
                 else:
                     ins = _isolated_inputs(nd, graph_s8, fenv)
-                    iso = None if ins is None else opdef(nd).reference_s8(nd, graph_s8, ins)[0]
+                    iso = None if ins is None else reference_q(nd, graph_s8)(nd, graph_s8, ins)[0]
                 if iso is not None:
                     a.add("isolated", ref, t.quant.dequantize(iso), t.quant.s)
     ops = {}

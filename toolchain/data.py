@@ -212,16 +212,16 @@ def _channels(shape: tuple[int, ...], layout: str) -> int:
 
 
 def quantize_inputs(data: dict[str, np.ndarray], graph: Graph) -> dict[str, np.ndarray]:
-    """float32 model inputs -> int8 with each input's scale and zero point (TFLite rounding; ONNX
-    QuantizeLinear's, float32 division and ties to even, under `rounding: onnx`); a float32 input
-    (quantized inside the model by a Quantize op) stays float32."""
+    """float32 model inputs -> int8 (int16 for a 16x8 input) with each input's scale and zero point
+    (TFLite rounding; ONNX QuantizeLinear's, float32 division and ties to even, under `rounding: onnx`);
+    a float32 input (quantized inside the model by a Quantize op) stays float32."""
     from toolchain.ops.fixed_point import graph_rounding, quantize_real
 
     def q(n: str, v: np.ndarray) -> np.ndarray:
         qp = graph.t(n).quant
         if graph_rounding(graph) == "onnx" and not qp.is_per_channel:
             return quantize_real(v, qp.s, qp.zp, "onnx")
-        return qp.quantize(v)
+        return qp.quantize(v, graph.t(n).dtype)
 
     return {n: q(n, v) if graph.t(n).quant else np.asarray(v, np.float32) for n, v in data.items()}
 

@@ -22,7 +22,7 @@ from toolchain.ir import Graph, QuantParams
 
 UINT8_IO = "uint8_io"  # graph.meta key: names of graph inputs / outputs the model declares uint8
 INPUT_QUANT_DTYPES = "input_quant_dtypes"  # graph.meta key: float32 model input -> its QuantizeLinear's dtype
-QUANTIZED_DTYPES = (np.dtype(np.int8), np.dtype(np.uint8))
+QUANTIZED_DTYPES = (np.dtype(np.int8), np.dtype(np.uint8), np.dtype(np.int16))  # int16: 16x8 inputs
 
 
 def is_uint8_edge(graph: Graph, name: str) -> bool:

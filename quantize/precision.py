@@ -1,0 +1,215 @@
+"""Mixed precision of a float graph's activations: which ops compute in 16x8 (int16 activations, int8
+weights, int64 biases: TFLite's 16x8 quantization spec as TFLM's reference kernels compute it) and
+which stay int8, and the graph rewrite that joins them.
+
+- `s16_capable(node, graph)`: the op has a 16x8 kernel (a KernelVariant of dtype "s16", e.g.
+  registry.portable_s16, accepting the node) and an int16 reference (OpDef.reference_s16). Views
+  (Reshape) are not ops of either kind: their output takes their input's type.
+- `with_boundaries(graph, int16_nodes, int16_inputs)`: the float graph with a REQUANTIZE node on every
+  edge between an int8 and an int16 activation (toolchain/ops/quantize_ops.py Requantize: TFLM
+  reference_ops::Requantize, int8 <-> int16 bit for bit), and the set of activations that are int16.
+  The REQUANTIZE's float semantics are the identity, so the result is still the same float graph.
+- `int16_qparams(lo, hi)`: per-tensor symmetric int16, zero point 0, scale max(|lo|, |hi|) / 32767 as
+  float32 (TFLite 16x8 spec; the TFLite converter's rule).
+- `make_bias64(node, graph, graph_f32)` / `check_s16(node, graph)`: the int64 bias
+  round(b / (s_x * s_w[c])) and TFLM's assumptions on it (quant16.py: |accumulator| < 2^47, shift
+  <= 7); a node that breaks them raises Int16Unfit, and `quantize_int16` keeps it in int8.
+- `int16_inputs(...)`: which graph inputs are int16 (see the function; the graph I/O rule).
+
+Graph outputs are int16 when the op writing them computes in int16 (the host dequantizes them with
+their scale, as int8 outputs: OUT/lib/model.h gives scale and zero point for both).
+Not here: the ranges (quantize.calibrate), the automatic choice (quantize.precision_search).
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import replace
+
+import numpy as np
+
+from toolchain.ir import DType, Graph, Node, QuantParams, Tensor
+from toolchain.ir.graph import fresh_name
+from toolchain.ops.quant16 import ACC_LIMIT, accumulator_bound, weighted_requant_s16
+from toolchain.ops.quantize_ops import QuantizeAttrs
+from toolchain.ops.registry import OpDef, OpKind, opdef
+
+PRECISIONS = ("int8", "int16", "auto")
+META = "precision"  # graph.meta key of the quantized graph: {"mode", "int16_ops", ...} (report.json precision)
+
+
+class Int16Unfit(ValueError):
+    """A node chosen for 16x8 whose parameters break TFLM's int16 assumptions (`node`: its name)."""
+
+    def __init__(self, node: str, reason: str) -> None:
+        super().__init__(f"node {node!r}: {reason}")
+        self.node, self.reason = node, reason
+
+
+def int16_qparams(lo: float, hi: float) -> QuantParams:
+    """Symmetric per-tensor int16 parameters for the real range [lo, hi]: zero point 0, scale
+    float32(max(|lo|, |hi|) / 32767); scale 1.0 for an all-zero range (0 is exact with any scale)."""
+    top = max(abs(float(lo)), abs(float(hi)))
+    return QuantParams.per_tensor(float(np.float32(top / 32767.0)) if top > 0 else 1.0, 0)
+
+
+def _probe(node: Node, graph: Graph) -> Graph:
+    """`graph` with the node's activations typed int16 (scale 1/32767, zero point 0): what its 16x8
+    kernel variants would see."""
+    qp = QuantParams.per_tensor(1.0 / 32767.0, 0)
+    g = graph
+    for name in (*node.inputs, *node.outputs):
+        if name and not graph.t(name).is_const:
+            g = g.with_tensor(replace(graph.t(name), dtype=DType.INT16, quant=qp))
+    return g
+
+
+def s16_capable(node: Node, graph: Graph) -> bool:
+    """Whether `node` (of the float graph) can compute in 16x8: not a view, an int16 reference, only
+    activation inputs besides the weights and bias of a weighted op (a constant operand of an Add
+    would need an int16 constant), and a kernel variant of dtype "s16" that accepts the node."""
+    op = opdef(node)
+    if op.is_view or type(op).reference_s16 is OpDef.reference_s16:
+        return False
+    own = (1, 2) if op.weight_out_axis is not None else ()
+    if any(name and graph.t(name).is_const for k, name in enumerate(node.inputs) if k not in own):
+        return False
+    probe = _probe(node, graph)
+    try:
+        return any(v.dtype == "s16" and v.applies(node, probe) for v in op.variants)
+    except Exception:  # noqa: BLE001 - a predicate that needs what a float graph lacks: not known to fit
+        return False
+
+
+def capable_nodes(graph: Graph) -> list[str]:
+    """Names of the nodes of `graph` that s16_capable accepts, in graph order."""
+    return [n.name for n in graph.nodes if s16_capable(n, graph)]
+
+
+def int16_inputs(graph: Graph, int16_nodes: Collection[str], exact8: Callable[[str], bool]) -> frozenset[str]:
+    """The graph inputs to quantize as int16: those whose every reader (through views) computes in
+    16x8, unless `exact8(name)` says the input's data are exact on its int8 grid (8-bit data such as
+    raw or once-scaled pixels: int16 would add 2 bytes per value and nothing else; its readers then take
+    it through a REQUANTIZE to int16)."""
+    out = set()
+    for name in graph.inputs:
+        readers = _readers(graph, name)
+        if readers and all(r in int16_nodes for r in readers) and not exact8(name):
+            out.add(name)
+    return frozenset(out)
+
+
+def _readers(graph: Graph, name: str) -> list[str]:
+    """The non-view nodes that read tensor `name`, looking through views (Reshape)."""
+    out = []
+    for n in graph.consumers(name):
+        out.extend(_readers(graph, n.outputs[0]) if opdef(n).is_view else [n.name])
+    return out
+
+
+def tensor_readers(graph: Graph, node_name: str) -> list[str]:
+    """The non-view nodes reading the output of node `node_name` (through views): the ops a move of
+    that output to int16 also puts in 16x8 (quantize.precision_search)."""
+    node = next(n for n in graph.nodes if n.name == node_name)
+    return _readers(graph, node.outputs[0])
+
+
+def with_boundaries(graph: Graph, int16_nodes: Collection[str],
+                    int16_in: Collection[str] = ()) -> tuple[Graph, frozenset[str], dict[str, str]]:
+    """(float graph with REQUANTIZE nodes at every int8 <-> int16 edge, the int16 activations, new
+    tensor -> the tensor it requantizes). `int16_nodes`: node names computing in 16x8 (views follow
+    their input); `int16_in`: graph inputs that are int16. One REQUANTIZE per tensor and direction,
+    placed just before its first reader; its tensor is named `<tensor>__s16` / `<tensor>__s8`."""
+    wide = {n for n in graph.inputs if n in int16_in}
+    conv: dict[tuple[str, bool], str] = {}
+    source: dict[str, str] = {}
+    tensors = dict(graph.tensors)
+    nodes: list[Node] = []
+    for node in graph.nodes:
+        if opdef(node).is_view:
+            if node.inputs[0] in wide:
+                wide.update(node.outputs)
+            nodes.append(node)
+            continue
+        want16 = node.name in int16_nodes
+        inputs = []
+        for name in node.inputs:
+            if not name or tensors[name].is_const or (name in wide) == want16:
+                inputs.append(name)
+                continue
+            key = (name, want16)
+            if key not in conv:
+                new = fresh_name(tensors, f"{name}__{'s16' if want16 else 's8'}")
+                tensors[new] = replace(tensors[name], name=new)
+                conv[key], source[new] = new, name
+                nodes.append(Node(fresh_name({n.name for n in graph.nodes} | {n.name for n in nodes},
+                                             f"{node.name}__requantize"),
+                                  OpKind.REQUANTIZE, (name,), (new,), QuantizeAttrs(), node.source))
+                if want16:
+                    wide.add(new)
+            inputs.append(conv[key])
+        nodes.append(replace(node, inputs=tuple(inputs)))
+        if want16:
+            wide.update(node.outputs)
+    return graph.with_nodes(nodes, tensors), frozenset(wide), source
+
+
+def make_bias64(node: Node, graph: Graph, graph_f32: Graph) -> Graph:
+    """`graph` with the node's bias (inputs[2], scale s_x * s_w[c]) made int64 from the real bias of
+    graph_f32: round(b / (s_x * s_w[c])) without clipping (the 16x8 spec; TFLM's int16 conv, depthwise
+    and FC kernels add an int64 bias to an int64 accumulator). No-op for ops without weights."""
+    if opdef(node).weight_out_axis is None or len(node.inputs) < 3 or not node.inputs[2]:
+        return graph
+    b, x, w = graph.t(node.inputs[2]), graph.t(node.inputs[0]), graph.t(node.inputs[1])
+    scale = np.asarray(w.quant.scale, np.float64) * x.quant.s
+    real = np.asarray(graph_f32.t(b.name).data, np.float64).reshape(-1)
+    with np.errstate(over="ignore", invalid="ignore"):
+        q = np.round(real / scale)
+    if not np.all(np.abs(q) < ACC_LIMIT):
+        raise Int16Unfit(node.name, f"int64 bias up to {np.max(np.abs(q)):.3g} LSB (TFLM assumes |accumulator| < 2^47)")
+    qp = QuantParams(tuple(float(s) for s in scale), (0,) * len(scale), 0)
+    return graph.with_tensor(Tensor(b.name, b.shape, DType.INT64, qp, q.astype(np.int64).reshape(b.shape)))
+
+
+def check_s16(node: Node, graph: Graph) -> None:
+    """Int16Unfit when a quantized 16x8 weighted node breaks TFLM's assumptions: its worst-case
+    accumulator (taps * 127 * 32768 + |bias|) reaches 2^47, or a requantization shift exceeds 7
+    (a real multiplier s_x * s_w / s_y of 2^7 or more). Other ops: nothing to check."""
+    axis = opdef(node).weight_out_axis
+    if axis is None or graph.t(node.outputs[0]).dtype != DType.INT16:
+        return
+    w = graph.t(node.inputs[1])
+    if accumulator_bound(node, graph, w.size // w.shape[axis]) >= ACC_LIMIT:
+        raise Int16Unfit(node.name, "int16 accumulators may reach 2^47 (TFLM's int16 kernels assume less)")
+    try:
+        weighted_requant_s16(node, graph, axis)
+    except ValueError as e:
+        raise Int16Unfit(node.name, str(e)) from None
+
+
+def int16_ops(graph: Graph) -> list[str]:
+    """Names of the layers of a quantized graph computing in 16x8: non-view ops with an int16 output,
+    REQUANTIZE nodes left out."""
+    return [n.name for n in graph.nodes if not opdef(n).is_view and n.op != OpKind.REQUANTIZE
+            and graph.t(n.outputs[0]).dtype == DType.INT16]
+
+
+def precision_meta(graph: Graph, mode: str, **extra) -> dict:
+    """graph.meta[META] of a quantized graph: mode (int8 / int16 / auto), int16_ops (int16_ops()),
+    requantize_ops (REQUANTIZE nodes between int8 and int16), io_dtypes (graph input and output name ->
+    dtype) and `extra` (the automatic choice's record, quantize.precision_search)."""
+    rq = sum(1 for n in graph.nodes if n.op == OpKind.REQUANTIZE
+             and DType.INT16 in (graph.t(n.inputs[0]).dtype, graph.t(n.outputs[0]).dtype))
+    io = {name: graph.t(name).dtype.value for name in (*graph.inputs, *graph.outputs)}
+    return {"mode": mode, "int16_ops": int16_ops(graph), "requantize_ops": rq, "io_dtypes": io, **extra}
+
+
+def exact_on_grid(values: np.ndarray, qp: QuantParams) -> bool:
+    """Whether every value is (to float32 rounding) a point of the int8 grid `qp`."""
+    v = np.asarray(values, np.float64)
+    back = qp.dequantize(qp.quantize(v)).astype(np.float64)
+    return bool(np.all(np.abs(back - v) <= 1e-5 * qp.s + 1e-6 * np.abs(v)))
+
+
+def ranges_for(ranges: Mapping[str, tuple[float, float]], source: Mapping[str, str]) -> dict:
+    """`ranges` with an entry for every REQUANTIZE tensor of with_boundaries: its source's range."""
+    return {**ranges, **{new: ranges[src] for new, src in source.items() if src in ranges}}
