@@ -23,13 +23,13 @@ from quantize.auto import calibrated
 from quantize.bias_fit import fit_bias
 from quantize.calibrate import observe_ranges
 from quantize.given import apply_given_consts, given_output, resolve_given, same_qparams, weights_with_int8_min
-from quantize.precision import (META as PRECISION_META, PRECISIONS, Int16Unfit, capable_nodes, check_s16,
+from quantize.precision import (META as PRECISION_META, PRECISIONS, Int16Unfit, check_s16,
                                 exact_on_grid, int16_inputs, int16_qparams, make_bias64, precision_meta, ranges_for,
                                 with_boundaries)
 from quantize.scheme import activation_qparams
 from toolchain.errors import UnsupportedModel
 from toolchain.ir import DType, Graph, QuantParams, Tensor
-from toolchain.notes import GIVEN_TENSORS, NOTES_KEY
+from toolchain.notes import GIVEN_TENSORS, KEPT_INT8, NOTES_KEY
 from toolchain.ops.registry import opdef
 
 
@@ -71,7 +71,8 @@ def quantize(graph: Graph, calibration: Mapping[str, np.ndarray] | None, method:
                                "(a quantized model keeps its own quantization)")
     if calibration is None:  # the model's own quantization for every tensor
         g = quantize_ranges(graph, {}, given=given, given_consts=given_consts)
-        return replace(g, meta={**g.meta, "calibration_method": None, "calibration_samples": 0})
+        return replace(g, meta={**g.meta, "calibration_method": None, "calibration_samples": 0,
+                                PRECISION_META: precision_meta(g, "model")})
     cal = calibrated(graph, calibration, method) if given is None else None
     if cal is None:  # a quantized model with calibration data for the tensors it left unquantized
         ranges = observe_ranges(graph, calibration, method)
@@ -81,9 +82,9 @@ def quantize(graph: Graph, calibration: Mapping[str, np.ndarray] | None, method:
         f = cal.fit()
         g, meta = quantize_ranges(f.graph, f.ranges), cal.meta
     elif precision == "int16":
-        f = cal.fit()
-        g = quantize_int16(f, capable_nodes(cal.graph), inputs_8bit(cal.graph, calibration, f.ranges))
-        meta = cal.meta
+        from quantize.precision_search import choose_int16  # (its bias correction judged held-out under auto)
+
+        g, meta = choose_int16(cal), cal.meta
     else:
         from quantize.precision_search import choose_precision  # the held-out search over int16 moves
 
@@ -91,7 +92,7 @@ def quantize(graph: Graph, calibration: Mapping[str, np.ndarray] | None, method:
             raise ValueError("precision auto needs a precision_search.Search (target, budgets, measures)")
         g, meta = choose_precision(cal, search), cal.meta
     meta = {**g.meta, **meta}
-    meta.setdefault(PRECISION_META, precision_meta(g, precision))
+    meta.setdefault(PRECISION_META, precision_meta(g, "model" if given is not None else precision))
     return replace(g, meta=meta)
 
 
@@ -106,8 +107,8 @@ def quantize_int16(f: Any, int16_nodes: Collection[str], inputs8: Collection[str
         try:
             g = quantize_ranges(f.graph, f.ranges, int16_nodes=nodes, int16_in=wide_in, ranges16=f.ranges16)
         except Int16Unfit as e:  # that node only: it stays int8 and the rest is quantized again
-            nodes.discard(e.node)
-            notes.append(f"{f.graph.meta.get('source', f.graph.name)}: {e}; it stays int8")
+            nodes.discard(e.node.name)
+            notes.append(f"{f.graph.meta.get('source', f.graph.name)}: {e}; {KEPT_INT8}")
             continue
         return replace(g, meta={**g.meta, NOTES_KEY: (*g.meta.get(NOTES_KEY, ()), *notes)}) if notes else g
 

@@ -20,7 +20,7 @@ with 150 samples: see docs/calibration.md).
 """
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -28,10 +28,11 @@ import numpy as np
 from quantize.bias_correct import correct_bias
 from quantize.calibrate import collect_observers, select_ranges
 from quantize.observers import METHODS
+from quantize.precision import int16_ops, with_boundaries
 from quantize.equalize import equalizable_pairs, equalize
 from toolchain.data import quantize_inputs
 from toolchain.interpret import interpret
-from toolchain.ir import Graph
+from toolchain.ir import DType, Graph
 from toolchain.progress import step
 
 # Stage 1's range rules. minmax, percentile and kl are not searched: fitted on half the calibration data
@@ -75,16 +76,26 @@ RANGE16 = "minmax"
 
 
 def fit(graph: Graph, observers, calibration: Mapping[str, np.ndarray], recipe: Recipe,
-        samples: Sequence[int] | None = None) -> Fit:
+        samples: Sequence[int] | None = None, int16_nodes: Collection[str] = (),
+        inputs8: Collection[str] = ()) -> Fit:
     """`recipe` fitted on `samples` (all by default); `graph` and `observers` are the float graph the
-    recipe quantizes (equalised already when recipe.equalize) and its observers."""
-    from quantize import quantize_ranges
+    recipe quantizes (equalised already when recipe.equalize) and its observers. Bias correction is
+    fitted for the graph with `int16_nodes` in 16x8 (and the 8-bit inputs `inputs8` int8: the
+    arguments of quantize.quantize_int16), whose mean errors it corrects: int8 by default."""
+    from quantize import quantize_int16, quantize_ranges
 
     ranges = select_ranges(graph, observers, recipe.rule, samples=samples)
     ranges16 = select_ranges(graph, observers, RANGE16, samples=samples)
     if recipe.bias_correction:
         data = calibration if samples is None else _subset(calibration, samples)
-        graph = correct_bias(graph, quantize_ranges(graph, ranges), data)
+        if not int16_nodes:
+            graph = correct_bias(graph, quantize_ranges(graph, ranges), data)
+        else:  # corrected node for node on the mixed graph, then the new biases put back by name
+            q = quantize_int16(Fit(graph, ranges, ranges16), int16_nodes, inputs8)
+            wide_in = [n for n in graph.inputs if q.t(n).dtype == DType.INT16]
+            mixed = correct_bias(with_boundaries(graph, int16_ops(q), wide_in)[0], q, data)
+            graph = graph.with_nodes(graph.nodes, {k: mixed.tensors.get(k, t) if t.is_const else t
+                                                   for k, t in graph.tensors.items()})
     return Fit(graph, ranges, ranges16)
 
 
@@ -127,9 +138,11 @@ class Calibrated:
     recipe: Recipe
     meta: dict
 
-    def fit(self, samples: Sequence[int] | None = None) -> Fit:
-        """The recipe fitted on `samples` (indices into the calibration data; all by default)."""
-        return fit(self.graph, self.observers, self.calibration, self.recipe, samples)
+    def fit(self, samples: Sequence[int] | None = None, int16_nodes: Collection[str] = (),
+            inputs8: Collection[str] = ()) -> Fit:
+        """The recipe fitted on `samples` (indices into the calibration data; all by default), its bias
+        correction for `int16_nodes` in 16x8 (see fit())."""
+        return fit(self.graph, self.observers, self.calibration, self.recipe, samples, int16_nodes, inputs8)
 
 
 def calibrated(graph: Graph, calibration: Mapping[str, np.ndarray], method: str) -> Calibrated:

@@ -12,8 +12,9 @@ which stay int8, and the graph rewrite that joins them.
 - `int16_qparams(lo, hi)`: per-tensor symmetric int16, zero point 0, scale max(|lo|, |hi|) / 32767 as
   float32 (TFLite 16x8 spec; the TFLite converter's rule).
 - `make_bias64(node, graph, graph_f32)` / `check_s16(node, graph)`: the int64 bias
-  round(b / (s_x * s_w[c])) and TFLM's assumptions on it (quant16.py: |accumulator| < 2^47, shift
-  <= 7); a node that breaks them raises Int16Unfit, and `quantize_int16` keeps it in int8.
+  round(b / (s_x * s_w[c])) (a channel's weight scale raised where the bias would pass 2^46) and TFLM's
+  assumptions (quant16.py: |accumulator| < 2^47, shift <= 7); a node that breaks them raises
+  Int16Unfit, and `quantize_int16` keeps it in int8.
 - `int16_inputs(...)`: which graph inputs are int16 (see the function; the graph I/O rule).
 
 Graph outputs are int16 when the op writing them computes in int16 (the host dequantizes them with
@@ -29,6 +30,7 @@ import numpy as np
 
 from toolchain.ir import DType, Graph, Node, QuantParams, Tensor
 from toolchain.ir.graph import fresh_name
+from toolchain.notes import NOTES_KEY, note_subject
 from toolchain.ops.quant16 import ACC_LIMIT, accumulator_bound, weighted_requant_s16
 from toolchain.ops.quantize_ops import QuantizeAttrs
 from toolchain.ops.registry import OpDef, OpKind, opdef
@@ -38,10 +40,10 @@ META = "precision"  # graph.meta key of the quantized graph: {"mode", "int16_ops
 
 
 class Int16Unfit(ValueError):
-    """A node chosen for 16x8 whose parameters break TFLM's int16 assumptions (`node`: its name)."""
+    """A node chosen for 16x8 whose parameters break TFLM's int16 assumptions (`node`: the Node)."""
 
-    def __init__(self, node: str, reason: str) -> None:
-        super().__init__(f"node {node!r}: {reason}")
+    def __init__(self, node: Node, reason: str) -> None:
+        super().__init__(f"{note_subject(node)}: {reason}")
         self.node, self.reason = node, reason
 
 
@@ -153,20 +155,42 @@ def with_boundaries(graph: Graph, int16_nodes: Collection[str],
     return graph.with_nodes(nodes, tensors), frozenset(wide), source
 
 
+BIAS64_LIMIT = 2.0**46  # |int64 bias| allowed: half of TFLM's 2^47 accumulator bound leaves the products room
+
+
 def make_bias64(node: Node, graph: Graph, graph_f32: Graph) -> Graph:
     """`graph` with the node's bias (inputs[2], scale s_x * s_w[c]) made int64 from the real bias of
-    graph_f32: round(b / (s_x * s_w[c])) without clipping (the 16x8 spec; TFLM's int16 conv, depthwise
-    and FC kernels add an int64 bias to an int64 accumulator). No-op for ops without weights."""
-    if opdef(node).weight_out_axis is None or len(node.inputs) < 3 or not node.inputs[2]:
+    graph_f32: round(b / (s_x * s_w[c])) (the 16x8 spec; TFLM's int16 conv, depthwise and FC kernels add
+    an int64 bias to an int64 accumulator). A channel whose bias would pass BIAS64_LIMIT (a channel that
+    BatchNorm folding left with tiny weights and a large bias) gets the weight scale that brings it to the
+    limit and its weights re-quantized from graph_f32's, as quantize.bias_fit does for int32 biases; a
+    note per such op goes to graph.meta[NOTES_KEY]. No-op for ops without weights."""
+    axis = opdef(node).weight_out_axis
+    if axis is None or len(node.inputs) < 3 or not node.inputs[2]:
         return graph
     b, x, w = graph.t(node.inputs[2]), graph.t(node.inputs[0]), graph.t(node.inputs[1])
-    scale = np.asarray(w.quant.scale, np.float64) * x.quant.s
     real = np.asarray(graph_f32.t(b.name).data, np.float64).reshape(-1)
-    with np.errstate(over="ignore", invalid="ignore"):
-        q = np.round(real / scale)
-    if not np.all(np.abs(q) < ACC_LIMIT):
-        raise Int16Unfit(node.name, f"int64 bias up to {np.max(np.abs(q)):.3g} LSB (TFLM assumes |accumulator| < 2^47)")
-    qp = QuantParams(tuple(float(s) for s in scale), (0,) * len(scale), 0)
+    w_scale = np.broadcast_to(np.asarray(w.quant.scale, np.float64), real.shape).copy()
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        need = np.abs(real) / (x.quant.s * BIAS64_LIMIT)
+    over = need > w_scale
+    if over.any():  # raise those channels' scales (float32, not below `need`) and re-quantize their weights
+        f32 = need.astype(np.float32)
+        f32 = np.where(f32.astype(np.float64) < need, np.nextafter(f32, np.float32(np.inf)), f32).astype(np.float64)
+        if not np.all(np.isfinite(f32[over])):
+            raise Int16Unfit(node, "bias too large for any float32 weight scale")
+        w_scale = np.where(over, f32, w_scale)
+        shape = [-1 if i == axis else 1 for i in range(w.data.ndim)]
+        w_f = np.asarray(graph_f32.t(w.name).data, np.float64)
+        w_q = np.where(over.reshape(shape), np.clip(np.round(w_f / w_scale.reshape(shape)), -127, 127), w.data)
+        qp = QuantParams(tuple(float(v) for v in w_scale), (0,) * len(w_scale), axis)
+        graph = graph.with_tensor(Tensor(w.name, w.shape, DType.INT8, qp, w_q.astype(np.int8)))
+        line = (f"{graph.meta.get('source', graph.name)}: {note_subject(node)}: weight scale of {int(over.sum())} of "
+                f"{len(over)} channel(s) raised so the int64 bias fits TFLM's 16x8 accumulator (|bias| < 2^46)")
+        graph = replace(graph, meta={**graph.meta, NOTES_KEY: (*graph.meta.get(NOTES_KEY, ()), line)})
+    scale = w_scale * x.quant.s
+    q = np.round(real / scale)
+    qp = QuantParams(tuple(float(v) for v in scale), (0,) * len(scale), 0)
     return graph.with_tensor(Tensor(b.name, b.shape, DType.INT64, qp, q.astype(np.int64).reshape(b.shape)))
 
 
@@ -179,11 +203,11 @@ def check_s16(node: Node, graph: Graph) -> None:
         return
     w = graph.t(node.inputs[1])
     if accumulator_bound(node, graph, w.size // w.shape[axis]) >= ACC_LIMIT:
-        raise Int16Unfit(node.name, "int16 accumulators may reach 2^47 (TFLM's int16 kernels assume less)")
+        raise Int16Unfit(node, "int16 accumulators may reach 2^47 (TFLM's int16 kernels assume less)")
     try:
         weighted_requant_s16(node, graph, axis)
     except ValueError as e:
-        raise Int16Unfit(node.name, str(e)) from None
+        raise Int16Unfit(node, str(e)) from None
 
 
 def int16_ops(graph: Graph) -> list[str]:

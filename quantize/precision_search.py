@@ -147,6 +147,7 @@ class _Judge:
         self.cal, self.inputs8, self.build_with = cal, inputs8, quantize_int16
         n = len(next(iter(cal.calibration.values())))
         halves = (list(range(0, n, 2)), list(range(1, n, 2)))
+        self.halves = halves  # fold k is fitted on halves[k] and judged on the other half
         self.folds: list[tuple[Fit, list[int]]] = [(cal.fit(fit), held) for fit, held in (halves, halves[::-1])]
         self.names = (cal.graph.outputs[0], judged_tensor(cal.graph))
         g = replace(cal.graph, outputs=tuple(dict.fromkeys((*cal.graph.outputs, *self.names))))
@@ -156,8 +157,17 @@ class _Judge:
     def build(self, f: Fit, nodes: frozenset[str]) -> Graph:
         return self.build_with(f, nodes, self.inputs8)
 
-    def score(self, nodes: frozenset[str]) -> Score:
-        parts = [held_out(self.build(f, nodes), self.cal.calibration, held, self.names) for f, held in self.folds]
+    def refit(self, nodes: frozenset[str]) -> tuple[Calibrated, list[Fit]]:
+        """The recipe with bias correction fitted for `nodes` in 16x8 (quantize.auto.fit), and its fit
+        on each fold's half."""
+        alt = replace(self.cal, recipe=replace(self.cal.recipe, bias_correction=True))
+        return alt, [alt.fit(half, nodes, self.inputs8) for half in self.halves]
+
+    def score(self, nodes: frozenset[str], fits: Sequence[Fit] | None = None) -> Score:
+        """Held-out Score of `nodes` in 16x8, each fold fitted as `fits` (default: the recipe as chosen)."""
+        fits = fits or [f for f, _ in self.folds]
+        parts = [held_out(self.build(f, nodes), self.cal.calibration, held, self.names)
+                 for f, (_, held) in zip(fits, self.folds, strict=True)]
         held = [i for _, h in self.folds for i in h]
         (out, judged), (ref_out, ref_judged) = ([np.concatenate([p[k] for p in parts]) for k in range(2)],
                                                 [f[held] for f in self.floats])
@@ -179,8 +189,9 @@ def rank(cal: Calibrated, q0: Graph, search: Search) -> list[tuple[str, float]]:
 
 def choose_precision(cal: Calibrated, search: Search) -> Graph:
     """The quantized graph precision auto chooses (module docstring), with graph.meta["precision"] =
-    precision.precision_meta(..., "auto", auto={target, budgets, start, steps, final, stopped}).
-    Fewer than 4 calibration samples: the int8 graph (no halves to judge on). Errors: quantize()'s."""
+    precision.precision_meta(..., "auto", auto={target, budgets, start, steps, bias_correction, final,
+    stopped}). Fewer than 4 calibration samples: the int8 graph (no halves to judge on). Errors:
+    quantize()'s."""
     from quantize import inputs_8bit, quantize_int16
 
     full = cal.fit()
@@ -192,17 +203,18 @@ def choose_precision(cal: Calibrated, search: Search) -> Graph:
               "budgets": budgets, "cost_unit": search.cost_unit, "held_out_samples": n,
               "criterion": "2-fold held-out halves of the calibration data (even / odd samples)"}
     if n < 4:
-        return _finish(q0, record, [], None, None, "fewer than 4 calibration samples: int8")
+        return _finish(q0, {**record, "candidates": None, "steps": [], "final": None,
+                            "stopped": "fewer than 4 calibration samples: int8"})
     judge = _Judge(cal, inputs8)
-    record["judged_tensor"] = judge.names[1]
     arena0, cost0 = search.measure(q0)
     capable = set(capable_nodes(cal.graph))
     ranked = rank(cal, q0, search)
     chosen: frozenset[str] = frozenset()
-    with step(f"precision auto ({len(ranked)} candidate layers, held-out search)", len(ranked) + 1) as advance:
+    with step(f"precision auto ({len(ranked)} candidate layers, held-out search)", len(ranked) + 2) as advance:
         score = judge.score(chosen)
         advance(1)
-        start = {**score.as_dict(), "arena_bytes": arena0, "cost": round(cost0)}
+        record.update(judged_tensor=judge.names[1], candidates=len(ranked),
+                      start={**score.as_dict(), "arena_bytes": arena0, "cost": round(cost0)})
         arena, cost, steps, stopped = arena0, cost0, [], "no candidate left"
         for name, iso_db in ranked:
             if search.target.met(score):
@@ -223,10 +235,46 @@ def choose_precision(cal: Calibrated, search: Search) -> Graph:
             advance(1)
         else:
             stopped = "target met" if search.target.met(score) else stopped
-    final = judge.build(full, chosen)
+        final, score, record["bias_correction"] = _bias_stage(judge, full, chosen, score)
+        advance(1)
     end = {**score.as_dict(), "arena_bytes": arena, "cost": round(cost),
            "cost_ratio": round(cost / cost0, 4) if cost0 else None}
-    return _finish(final, {**record, "start": start}, steps, end, len(ranked), stopped)
+    return _finish(final, {**record, "steps": steps, "final": end, "stopped": stopped})
+
+
+def choose_int16(cal: Calibrated) -> Graph:
+    """precision int16: every op with a 16x8 kernel in 16x8 (quantize.quantize_int16); under
+    calibration_method auto with 4 samples or more, bias correction fitted for this graph is kept when
+    it lowers the held-out error (_bias_stage). graph.meta["precision"]: mode int16 (+ bias_correction)."""
+    from quantize import inputs_8bit, quantize_int16
+
+    full = cal.fit()
+    inputs8 = inputs_8bit(cal.graph, cal.calibration, full.ranges)
+    nodes = frozenset(capable_nodes(cal.graph))
+    n = len(next(iter(cal.calibration.values())))
+    if cal.meta.get("calibration_method") != "auto" or n < 4 or not nodes:
+        g = quantize_int16(full, nodes, inputs8)
+        return replace(g, meta={**g.meta, "precision": precision_meta(g, "int16")})
+    judge = _Judge(cal, inputs8)
+    with step("precision int16: bias correction for the 16x8 graph (held-out)", 1):
+        g, _, bias = _bias_stage(judge, full, nodes, judge.score(nodes))
+    return replace(g, meta={**g.meta, "precision": precision_meta(g, "int16", bias_correction=bias)})
+
+
+def _bias_stage(judge: _Judge, full: Fit, chosen: frozenset[str], score: Score) -> tuple[Graph, Score, dict | None]:
+    """(graph, its held-out Score, record) for the chosen 16x8 nodes: when the calibration method is auto
+    and some node is in 16x8, bias correction fitted on the mixed graph (the recipe's own was fitted on
+    the int8 graph, whose activation errors the 16x8 nodes no longer have; a recipe without it gets it
+    as a candidate) replaces the recipe's when it raises the judged SQNR by MIN_GAIN_DB."""
+    if judge.cal.meta.get("calibration_method") != "auto" or not chosen:
+        return judge.build(full, chosen), score, None
+    alt, fits = judge.refit(chosen)
+    new = judge.score(chosen, fits)
+    taken = new.judged_db - score.judged_db >= MIN_GAIN_DB
+    record = {"refitted_for_16x8": taken, "recipe": judge.cal.recipe.label(), **new.as_dict()}
+    if not taken:
+        return judge.build(full, chosen), score, record
+    return judge.build(alt.fit(None, chosen, judge.inputs8), chosen), new, record
 
 
 def _try(judge: _Judge, full: Fit, move: frozenset[str], search: Search, entry: dict, score: Score,
@@ -263,6 +311,5 @@ def _writes_output(graph: Graph, name: str) -> bool:
     return False
 
 
-def _finish(g: Graph, record: dict, steps: list, end: dict | None, candidates: int | None, stopped: str) -> Graph:
-    auto = {**record, "candidates": candidates, "steps": steps, "final": end, "stopped": stopped}
+def _finish(g: Graph, auto: dict) -> Graph:
     return replace(g, meta={**g.meta, "precision": precision_meta(g, "auto", auto=auto)})

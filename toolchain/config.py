@@ -296,5 +296,6 @@ def rounding_of(cfg: Config) -> tuple[str, str]:
 
         if is_quantized_onnx(cfg.model):
             return "onnx", "the default for a quantized ONNX model (onnxruntime's arithmetic)"
+    spec = "int8 spec" if cfg.precision == "int8" else "int8 and 16x8 specs"
     return "tflm", ("the default for a .tflite model (TFLM's arithmetic)" if tflite
-                    else "the default for a float ONNX model (edgecc's PTQ follows the TFLite int8 spec)")
+                    else f"the default for a float ONNX model (edgecc's PTQ follows the TFLite {spec})")

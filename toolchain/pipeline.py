@@ -19,6 +19,7 @@ from quantize import quantize
 from quantize.bias_fit import NOTES_KEY, accumulator_risks
 from quantize.dequantize import dequantize_graph
 from quantize.equalize import equalize
+from quantize.precision import precision_meta
 from quantize.precision_search import Search
 from quantize.zero_point_split import split_zero_point_channels
 from targets import Target, TimeSource
@@ -118,6 +119,7 @@ def _import_model(cfg: Config, target: Target | None) -> Imported:
     if Path(cfg.model).suffix.lower() == ".tflite":
         batched_input_shapes(cfg.model, cfg.input_shapes, cfg.batch)  # batch > 1: not for .tflite (yet)
         qgraph = load_tflite(cfg.model)                               # int8 .tflite: keep the file's own quantization
+        qgraph = replace(qgraph, meta={**qgraph.meta, "precision": precision_meta(qgraph, "model")})  # (16x8 too)
         graph, n_calib = dequantize_graph(qgraph), 0                  # its float twin (dequantized weights) as reference
     elif is_quantized_onnx(cfg.model):
         shapes = batched_input_shapes(cfg.model, cfg.input_shapes, cfg.batch)  # `batch: N`: N inferences per run
