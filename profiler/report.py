@@ -147,9 +147,9 @@ def write_json(report: dict[str, Any], path: Path) -> None:
     write_json_file(report, path)  # strict JSON: a NaN / inf becomes null
 
 
-CSV_FIELDS = ("index", "name", "op_type", "precision", "kernel", "output_shape", "macs", "weight_bytes", "act_read_bytes",
-              "act_write_bytes", "cost", "cost_min", "cost_max", "cost_unit", "share", "macs_per_cost",
-              "arena_live_bytes", *NUMERIC_FIELDS, "kernel_reason")
+CSV_FIELDS = ("index", "name", "op_type", "kernel", "precision", "output_shape", "macs", "weight_bytes",
+              "act_read_bytes", "act_write_bytes", "cost", "cost_min", "cost_max", "cost_unit", "share",
+              "macs_per_cost", "arena_live_bytes", *NUMERIC_FIELDS, "kernel_reason")
 
 
 def write_csv(report: dict[str, Any], path: Path) -> None:

@@ -97,7 +97,8 @@ def correct_bias(fgraph: Graph, qgraph: Graph, calibration: Mapping[str, np.ndar
                 qb = qtensors[b.name]
                 scale = np.asarray(qb.quant.scale, np.float64)
                 info = np.iinfo(qb.dtype.np)
-                qtensors[b.name] = replace(qb, data=np.clip(np.round(new / scale), info.min, info.max).astype(qb.dtype.np))
+                q = np.clip(np.round(new / scale), info.min, info.max)
+                qtensors[b.name] = replace(qb, data=q.astype(qb.dtype.np))
                 qg = qgraph.with_nodes(qgraph.nodes, qtensors)
             out_type = qg.t(node.outputs[0]).dtype
             for name in node.outputs:

@@ -108,11 +108,19 @@ def _readers(graph: Graph, name: str) -> list[str]:
     return out
 
 
-def tensor_readers(graph: Graph, node_name: str) -> list[str]:
-    """The non-view nodes reading the output of node `node_name` (through views): the ops a move of
-    that output to int16 also puts in 16x8 (quantize.precision_search)."""
+def neighbours(graph: Graph, node_name: str) -> tuple[list[str], list[str]]:
+    """(producers, readers) of node `node_name`: the non-view nodes writing its activation inputs and
+    those reading its output, looking through views (Reshape). A move of the node to 16x8 takes them
+    along where they can follow (quantize.precision_search)."""
     node = next(n for n in graph.nodes if n.name == node_name)
-    return _readers(graph, node.outputs[0])
+    producers = []
+    for name in node.inputs:
+        while name and not graph.t(name).is_const and (p := graph.producer(name)) is not None and opdef(p).is_view:
+            name = p.inputs[0]
+        p = graph.producer(name) if name else None
+        if p is not None and p.name not in producers:
+            producers.append(p.name)
+    return producers, _readers(graph, node.outputs[0])
 
 
 def with_boundaries(graph: Graph, int16_nodes: Collection[str],
