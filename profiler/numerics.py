@@ -1,17 +1,19 @@
-"""Per-op numeric error of the int8 graph against its float reference, two ways:
+"""Per-op numeric error of the quantized graph (int8, and int16 for 16x8 ops) against its float
+reference, two ways:
 
-* cumulative: the op's int8 output as the int8 graph computes it (errors of every op before it
+* cumulative: the op's output as the quantized graph computes it (errors of every op before it
   included), dequantized, against the float graph's value of the same tensor;
-* isolated: the op alone, fed its float-reference inputs quantized with the int8 graph's input
-  parameters; ranks the ops by how much quantizing each one hurts by itself.
+* isolated: the op alone, fed its float-reference inputs quantized with the quantized graph's input
+  parameters (int8 or int16); ranks the ops by how much quantizing each one hurts by itself (and
+  `precision: auto` ranks its moves to 16x8 by it, quantize.precision_search).
 
 Both as SQNR (dB) and max abs error in LSB of the op's output scale, over the verification
 samples (the first `max_samples`). Tensors are matched by name and shape between the graphs
-(passes run before quantization, so they agree). Ops the int8 graph made of one model layer, joined
-by tensors without a float counterpart (quantize.zero_point_split's Gather / ScatterChannels
-helpers), are isolated as one group from the group's inputs; a helper whose own output has no
-counterpart reports the figures of the op writing the group's output and names that op (`error_at`). An op without a
-float counterpart otherwise gets None.
+(passes run before quantization, so they agree). Ops the quantized graph made of one model layer,
+joined by tensors without a float counterpart (quantize.zero_point_split's Gather / ScatterChannels
+helpers; a REQUANTIZE between int8 and int16, quantize.precision), are isolated as one group from the
+group's inputs; a helper whose own output has no counterpart reports the figures of the op writing the
+group's output and names that op (`error_at`). An op without a float counterpart otherwise gets None.
 
 The float reference of a quantized ONNX model (QDQ / QLinear, graph_f32.meta["format"] "onnx-qdq")
 is the model's own float semantics, as onnxruntime computes them (profiler.qdq_reference): every

@@ -278,8 +278,9 @@ def summary_lines(report: dict[str, Any]) -> list[str]:
     if worst := worst_line(report):
         lines.append(worst)
     if any(o.get("error_at") for o in report["ops"]):
-        lines.append("error figures marked *: an op of a layer rewritten into several (weight zero point), measured "
-                     "with its group at the layer's output (report.json ops[].error_at)")
+        lines.append("error figures marked *: an op of a layer rewritten into several (weight zero point) or a "
+                     "REQUANTIZE between int8 and int16, measured with its group at the group's output "
+                     "(report.json ops[].error_at)")
     lines += kernel_reason_lines(report)
     if report.get("fault"):
         f = report["fault"]

@@ -1,15 +1,18 @@
-"""Post-training INT8 quantization of a float Graph (TFLite int8 spec): calibrate activation
-ranges on real data, then give every activation per-tensor asymmetric int8 parameters and let
-each op convert its constants (per-channel symmetric int8 weights, int32 bias).
+"""Post-training quantization of a float Graph: calibrate activation ranges on real data, then give
+every activation per-tensor asymmetric int8 parameters (TFLite int8 spec) and let each op convert its
+constants (per-channel symmetric int8 weights, int32 bias); with `precision` int16 / auto the ops
+chosen for 16x8 get symmetric int16 activations and int64 biases instead (TFLite's 16x8 spec:
+quantize.precision; auto's choice: quantize.precision_search), joined to the int8 ones by REQUANTIZE.
 
 A model that is already quantized (ONNX QDQ / QLinear*) passes its own parameters as `given`
 (activations) and `given_consts` (weights, biases): those are kept, not re-calibrated, and
 calibration data is then only needed for tensors the model left unquantized (quantize.given).
 
-Stages: calibrate.observe_ranges -> scheme.activation_qparams (or the given parameters) ->
-op.output_qparams -> op.quantize_constants (-> given.apply_given_consts) -> bias_fit.fit_bias (an int32
-bias made from a real one never saturates, nor wraps the accumulator). Not here: rounding of
-the kernels (toolchain.ops.fixed_point).
+Stages: auto.calibrated (the observers and the recipe) -> scheme.activation_qparams /
+precision.int16_qparams (or the given parameters) -> op.output_qparams -> op.quantize_constants (->
+given.apply_given_consts) -> bias_fit.fit_bias (an int32 bias made from a real one never saturates,
+nor wraps the accumulator) or precision.make_bias64 (16x8). Not here: rounding of the kernels
+(toolchain.ops.fixed_point).
 """
 from __future__ import annotations
 

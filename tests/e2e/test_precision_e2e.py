@@ -135,3 +135,15 @@ def test_int16_input_and_output_of_an_mlp(tmp_path, edgecc, need_board):
     header = (out / "lib" / "model.h").read_text()
     assert "int16 [1, 6], real = scale * (q - zero_point)" in header and "_INPUT0_ZERO_POINT 0" in header
     assert r["verification"]["sqnr_db"] > 40.0
+
+
+def test_a_quantized_model_keeps_its_own_types(tmp_path, edgecc):
+    """precision chooses the types of edgecc's own quantization: a .tflite is refused in one line."""
+    from e2e_helpers import assert_rejected
+
+    model = ROOT.parent / "shared" / "models" / "mlperf_tiny" / "kws_dscnn_int8.tflite"
+    if not model.is_file():
+        pytest.skip("the MLPerf Tiny models are not in ../shared")
+    out = tmp_path / "out"
+    res = edgecc("build", "--model", model, "--precision", "int16", "--out", out)
+    assert_rejected(res, out, "kws_dscnn_int8.tflite", "precision: int16", "keeps its own")
