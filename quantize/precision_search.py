@@ -22,6 +22,8 @@ a target is met on held-out calibration samples or a budget would be exceeded.
    caller's `measure`. A move over a budget is skipped and the next tried (a smaller layer may fit).
 4. Stop: when the target is met (every set figure of `Target` reached; with neither set, every move
    that pays is taken) or no candidate is left.
+5. Under calibration_method auto: bias correction fitted on the chosen mixed graph replaces the recipe's
+   (fitted on the int8 graph) when it raises the judged SQNR by MIN_GAIN_DB (_bias_stage).
 
 The caller passes what quantize may not import (the planner, the profiler): Search.measure and
 .isolated (toolchain.pipeline builds them for the board). Deterministic: fixed halves, fixed rank
