@@ -4,6 +4,12 @@ the float model on the other half; the TFLite converter's own int8 file on the s
 
     .venv/bin/python bench/quant_holdout.py            # host, both folds, plus in-sample, every method
     .venv/bin/python bench/quant_holdout.py --methods mse,auto --board mps2-an386
+    .venv/bin/python bench/quant_holdout.py --methods auto --precisions auto,int16 --merge   # 16x8 rows added
+
+`--precisions`: `precision` values measured with the methods of `--precision-methods` (default auto) besides
+the int8 rows of every method: `auto + precision auto` is issue 14's mixed-precision row (no budget, the
+default precision_target), `auto + precision int16` every op with a 16x8 kernel in 16x8. `--merge` keeps the
+rows of the existing results file that this run does not measure.
 
 Folds: "A" = calibrate on the first half, verify on the second (what
 tests/e2e/test_quant_holdout.py asserts); "B" = the reverse. "in-sample" = calibrate and verify
@@ -104,9 +110,9 @@ def method_table(rows: list[dict]) -> list[str]:
     return out
 
 
-def _with_method(yaml: Path, method: str) -> str:
-    """The YAML text with calibration_method set and its relative paths made absolute (it is written
-    elsewhere)."""
+def _with_method(yaml: Path, method: str, precision: str = "int8") -> str:
+    """The YAML text with calibration_method (and precision, when not int8) set and its relative paths
+    made absolute (it is written elsewhere)."""
     from toolchain.yaml_safe import read_yaml
 
     doc = read_yaml(yaml)
@@ -114,7 +120,25 @@ def _with_method(yaml: Path, method: str) -> str:
         if key in doc:
             doc[key] = str((yaml.parent / doc[key]).resolve())
     doc["calibration_method"] = method
+    if precision != "int8":
+        doc["precision"] = precision
     return json.dumps(doc)  # JSON is YAML
+
+
+def label(method: str, precision: str) -> str:
+    """A row's method column: the calibration method, plus the precision when it is not int8."""
+    return method if precision == "int8" else f"{method} + precision {precision}"
+
+
+def precision_fields(report: dict | None) -> dict:
+    """What precision chose, from a report.json: int16 layers, REQUANTIZE ops, arena and, for auto, the
+    held-out figures and cost ratio of the search (None where absent)."""
+    p = (report or {}).get("precision") or {}
+    auto = p.get("auto") or {}
+    final = auto.get("final") or {}
+    return {"int16_layers": len(p.get("int16_ops") or ()) if p else None, "requantize_ops": p.get("requantize_ops"),
+            "arena_bytes": (report or {}).get("arena_bytes"), "auto_stopped": auto.get("stopped"),
+            "auto_cost_ratio": final.get("cost_ratio"), "auto_heldout_sqnr_db": final.get("sqnr_db")}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -124,43 +148,83 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rev", help="measure commit REV from a read-only snapshot (git archive), not the work tree")
     ap.add_argument("--methods", default=",".join(METHODS), help="comma-separated calibration_method values")
     ap.add_argument("--render", action="store_true", help="rewrite the .md from the .json, measure nothing")
+    ap.add_argument("--precisions", default="", help="comma-separated precision values besides int8 (auto, int16)")
+    ap.add_argument("--precision-methods", default="auto", help="the calibration methods the --precisions rows use")
+    ap.add_argument("--models", default=",".join(MODELS), help="comma-separated models (default: all)")
+    ap.add_argument("--merge", action="store_true", help="keep the results file's rows this run does not measure")
+    ap.add_argument("--no-tflite", action="store_true", help="leave out the TFLite converter's rows")
     args = ap.parse_args(argv)
     if args.render:
         doc = json.loads((args.results / "quant_holdout.json").read_text(encoding="utf-8"))
         (args.results / "quant_holdout.md").write_text(render(doc), encoding="utf-8")
         return 0
     methods = [m for m in args.methods.split(",") if m]
+    runs = [(m, "int8") for m in methods] + [(m, p) for p in args.precisions.split(",") if p and p != "int8"
+                                             for m in args.precision_methods.split(",") if m]
     load0 = os.getloadavg()
     work = Path(tempfile.mkdtemp(prefix="edgecc-holdout-"))
     root = snapshot(args.rev) if args.rev else REPO
     rows = []
     for model, yaml in MODELS.items():
+        if model not in args.models.split(","):
+            continue
         (work / model).mkdir()
         first, second = split(model, work / model)
-        for method in methods:
+        for method, precision in runs:
+            name = label(method, precision)
             for fold, calib, verify in (("in-sample", None, None), ("A", first, second), ("B", second, first)):
                 extra = [] if calib is None else ["--calibration", str(calib), "--verify", str(verify)]
-                cfg = work / f"{model}-{method}.yaml"  # the test YAML with its method set (paths made absolute)
-                cfg.write_text(_with_method(root / yaml.relative_to(REPO), method), encoding="utf-8")
-                job = edgecc_run(cfg, args.board, work / f"out-{model}-{method}-{fold}", *extra, root=root)
+                tag = f"{model}-{method}-{precision}"
+                cfg = work / f"{tag}.yaml"  # the test YAML with its method and precision set (paths made absolute)
+                cfg.write_text(_with_method(root / yaml.relative_to(REPO), method, precision), encoding="utf-8")
+                job = edgecc_run(cfg, args.board, work / f"out-{tag}-{fold}", *extra, root=root)
                 r = row(args.board, model, job)
-                r["method"], r["fold"] = method, fold
+                r["method"], r["precision"], r["fold"] = name, precision, fold
                 r["calibration"] = "all" if calib is None else calib.name
                 r["verify"] = "all" if verify is None else verify.name
                 r["build_python_s"] = r.get("build_python_s")
-                print(f"{model:<20} {method:<10} fold {fold:<9} exit {r['exit_code']} samples {r.get('samples')} "
+                if precision != "int8":
+                    r.update(precision_fields(job["report"]))
+                print(f"{model:<20} {name:<26} fold {fold:<9} exit {r['exit_code']} samples {r.get('samples')} "
                       f"agree {fmt(r.get('top1_agreement'), 4)} sqnr {fmt(r.get('sqnr_db'))}", flush=True)
                 rows.append(r)
-        for r in tflite_rows(model, yaml, (first, second)):
+        for r in ([] if args.no_tflite else tflite_rows(model, yaml, (first, second))):
             print(f"{model:<20} tflite     fold {r['fold']:<9} samples {r['samples']} "
                   f"agree {fmt(r['top1_agreement'], 4)} sqnr {fmt(r['sqnr_db'])}", flush=True)
             rows.append(r)
+    if args.merge and (args.results / "quant_holdout.json").is_file():  # the other rows as they were measured
+        old = json.loads((args.results / "quant_holdout.json").read_text(encoding="utf-8"))
+        done = {(r["model"], r["method"], r["fold"]) for r in rows}
+        rows = [r for r in old["rows"] if (r["model"], r["method"], r["fold"]) not in done] + rows
     doc = {"header": header(1, load0, args.rev, root), "board": args.board, "rows": rows}
     args.results.mkdir(parents=True, exist_ok=True)
     (args.results / "quant_holdout.json").write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
     (args.results / "quant_holdout.md").write_text(render(doc), encoding="utf-8")
     print(f"wrote {args.results / 'quant_holdout.json'} and {args.results / 'quant_holdout.md'}")
     return 0 if all(r["exit_code"] == 0 for r in rows) else 1
+
+
+def precision_table(rows: list[dict]) -> list[str]:
+    """Markdown: what each `precision` row chose (issue 14 item 3): layers in 16x8, REQUANTIZE ops, arena,
+    the search's estimated cost ratio over the int8 graph and its held-out SQNR, Python build seconds."""
+    mixed = [r for r in rows if r.get("precision") not in (None, "int8")]
+    if not mixed:
+        return []
+    out = ["", "Precision rows (`precision: auto` with no budget and the default precision_target; `int16`: every "
+           "op with a 16x8 kernel). Cost ratio: the search's estimate of the mixed graph's instructions over the "
+           "int8 graph's on the bench's board (the header's `board`); held-out: "
+           "the search's own figure on calibration halves.", "",
+           "| model | method | fold | 16x8 layers | REQUANTIZE | arena (B) | cost ratio | held-out SQNR (dB) | "
+           "stopped | top-1 agreement (%) | SQNR (dB) | build Python (s) |",
+           "|---|---|---|---:|---:|---:|---:|---:|---|---:|---:|---:|"]
+    for r in sorted(mixed, key=lambda r: (r["model"], r["method"], ("A", "B", "in-sample").index(r["fold"]))):
+        a = r.get("top1_agreement")
+        out.append(f"| {r['model']} | {r['method']} | {r['fold']} | {fmt(r.get('int16_layers'))} | "
+                   f"{fmt(r.get('requantize_ops'))} | {fmt(r.get('arena_bytes'))} | {fmt(r.get('auto_cost_ratio'))} | "
+                   f"{fmt(r.get('auto_heldout_sqnr_db'))} | {r.get('auto_stopped') or '-'} | "
+                   f"{fmt(a * 100 if a is not None else None, 1)} | {fmt(r.get('sqnr_db'))} | "
+                   f"{fmt(r.get('build_python_s'))} |")
+    return out
 
 
 def render(doc: dict) -> str:
@@ -186,6 +250,7 @@ def render(doc: dict) -> str:
         md.append(f"| {r['model']} | {r['method']} | {r['fold']} | {r['calibration']} | {r['verify']} | {fmt(n)} | "
                   f"{fmt(a * 100 if a is not None else None, 1)} | {fmt(bad)} | {fmt(r.get('sqnr_db'))} | "
                   f"{fmt(r.get('bit_exact'))} | {fmt(r.get('build_python_s'))} |")
+    md += precision_table(rows)
     md += ["", "`tests/e2e/test_quant_holdout.py` asserts fold A on `host` (mse and auto) with thresholds set from "
            "these measurements minus about two images. One image is 1 point "
            "of 100 and 0.67 of 150, so out-of-sample agreement on these halves moves by a few images between "

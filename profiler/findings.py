@@ -1,6 +1,6 @@
 """What the report points out beyond its tables: flags (ops whose isolated SQNR is below
-LOW_SQNR_DB, ops whose int32 bias or accumulator needed the build's attention: quantize.bias_fit's
-notes) and the costliest ops whose kernel is not the fastest the board has (report.json
+LOW_SQNR_DB, ops whose bias or accumulator needed the build's attention: quantize.bias_fit's and
+quantize.precision's notes) and the costliest ops whose kernel is not the fastest the board has (report.json
 `kernel_reason`, toolchain.lower.kernel_reasons), as report.json fields and terminal lines.
 Not here: the figures themselves (profiler.numerics, toolchain.lower, quantize.bias_fit).
 """
@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from toolchain.ir import Graph
-from toolchain.notes import OVERFLOW_RISK, note_subject
+from toolchain.notes import KEPT_INT8, OVERFLOW_RISK, note_subject
 
 LOW_SQNR_DB = 10.0  # an op whose isolated SQNR is below this loses most of its signal to quantization alone
 REASON_LINES = 3    # terminal lines for ops that did not get the fastest kernel (costliest first)
@@ -20,10 +20,11 @@ def flags(graph: Graph, ops: Sequence[dict[str, Any]], notes: Sequence[str]) -> 
     """report.json `flags`: one entry per finding, {index, name, op_type, kind, cause} (index / name /
     op_type null when a note names no op of the report; cause: the note without the op's name).
     kinds: "low_isolated_sqnr" (isolated SQNR below LOW_SQNR_DB dB), "int32_overflow_risk" (the
-    model's own int32 bias: its worst-case accumulator exceeds 2^31 - 1, kept as the model has it) and
-    "bias_refit" (a float model's bias did not fit int32 with the calibrated weight scale: the scale
-    was raised, quantize.bias_fit.fit_bias).
-    `notes`: the graph's quantize.bias_fit NOTES_KEY lines."""
+    model's own int32 bias: its worst-case accumulator exceeds 2^31 - 1, kept as the model has it),
+    "bias_refit" (a float model's bias did not fit int32, or for a 16x8 op 2^46, with the calibrated
+    weight scale: the scale was raised, quantize.bias_fit.fit_bias, quantize.precision.make_bias64) and
+    "kept_int8" (an op chosen for 16x8 whose parameters TFLM's int16 kernels cannot take stayed int8).
+    `notes`: the graph's NOTES_KEY lines (quantize.bias_fit, quantize.precision)."""
     out = []
     for o in ops:
         db = o.get("sqnr_db_isolated")
@@ -35,8 +36,8 @@ def flags(graph: Graph, ops: Sequence[dict[str, Any]], notes: Sequence[str]) -> 
     subjects = [(note_subject(n), by_name.get(n.name)) for n in graph.nodes]
     for line in notes:
         subject, op = next(((s, o) for s, o in subjects if o is not None and f"{s}: " in line), ("", None))
-        out.append({**(_op(op) if op else {"index": None, "name": None, "op_type": None}),
-                    "kind": "int32_overflow_risk" if OVERFLOW_RISK in line else "bias_refit",
+        kind = "int32_overflow_risk" if OVERFLOW_RISK in line else "kept_int8" if KEPT_INT8 in line else "bias_refit"
+        out.append({**(_op(op) if op else {"index": None, "name": None, "op_type": None}), "kind": kind,
                     "cause": line.split(f"{subject}: ", 1)[1] if op else line})
     return sorted(out, key=lambda f: (f["index"] is None, f["index"] or 0))
 

@@ -1,17 +1,19 @@
-"""Per-op numeric error of the int8 graph against its float reference, two ways:
+"""Per-op numeric error of the quantized graph (int8, and int16 for 16x8 ops) against its float
+reference, two ways:
 
-* cumulative: the op's int8 output as the int8 graph computes it (errors of every op before it
+* cumulative: the op's output as the quantized graph computes it (errors of every op before it
   included), dequantized, against the float graph's value of the same tensor;
-* isolated: the op alone, fed its float-reference inputs quantized with the int8 graph's input
-  parameters; ranks the ops by how much quantizing each one hurts by itself.
+* isolated: the op alone, fed its float-reference inputs quantized with the quantized graph's input
+  parameters (int8 or int16); ranks the ops by how much quantizing each one hurts by itself (and
+  `precision: auto` ranks its moves to 16x8 by it, quantize.precision_search).
 
 Both as SQNR (dB) and max abs error in LSB of the op's output scale, over the verification
 samples (the first `max_samples`). Tensors are matched by name and shape between the graphs
-(passes run before quantization, so they agree). Ops the int8 graph made of one model layer, joined
-by tensors without a float counterpart (quantize.zero_point_split's Gather / ScatterChannels
-helpers), are isolated as one group from the group's inputs; a helper whose own output has no
-counterpart reports the figures of the op writing the group's output and names that op (`error_at`). An op without a
-float counterpart otherwise gets None.
+(passes run before quantization, so they agree). Ops the quantized graph made of one model layer,
+joined by tensors without a float counterpart (quantize.zero_point_split's Gather / ScatterChannels
+helpers; a REQUANTIZE between int8 and int16, quantize.precision), are isolated as one group from the
+group's inputs; a helper whose own output has no counterpart reports the figures of the op writing the
+group's output and names that op (`error_at`). An op without a float counterpart otherwise gets None.
 
 The float reference of a quantized ONNX model (QDQ / QLinear, graph_f32.meta["format"] "onnx-qdq")
 is the model's own float semantics, as onnxruntime computes them (profiler.qdq_reference): every
@@ -36,6 +38,7 @@ from toolchain.ir import DType, Graph
 from toolchain.ops.fixed_point import graph_rounding, rounding_mode
 from toolchain.ops.registry import opdef
 
+QUANTIZED = (DType.INT8, DType.INT16)  # activation types an isolated run quantizes the float reference to
 MAX_SAMPLES = 32  # enough for a stable per-layer SQNR, cheap enough for ResNet-8 (about 3 s)
 REFERENCE_FLOAT = ("float graph (the IR before quantization; for an int8 model its float twin with dequantized "
                    "weights), edgecc float interpreter")
@@ -81,9 +84,17 @@ def _sqnr(signal: float, noise: float) -> float | None:
 
 
 def _quantizable(name: str, g8: Graph, fenv: Mapping[str, np.ndarray]) -> bool:
-    """Whether activation `name` has a float reference an isolated run can be fed (quantized to int8)."""
+    """Whether activation `name` has a float reference an isolated run can be fed (quantized to its
+    int8 or int16 grid)."""
     t = g8.t(name)
-    return name in fenv and fenv[name].shape == t.shape and t.quant is not None and t.dtype == DType.INT8
+    return name in fenv and fenv[name].shape == t.shape and t.quant is not None and t.dtype in QUANTIZED
+
+
+def reference_q(node: Any, g8: Graph) -> Any:
+    """The op's integer reference for `node` of the quantized graph: reference_s16 for a node with an
+    int16 output (16x8), reference_s8 otherwise (as toolchain.interpret chooses)."""
+    op = opdef(node)
+    return op.reference_s16 if g8.t(node.outputs[0]).dtype == DType.INT16 else op.reference_s8
 
 
 def _isolated_inputs(node: Any, g8: Graph, fenv: Mapping[str, np.ndarray],
@@ -102,7 +113,7 @@ def _isolated_inputs(node: Any, g8: Graph, fenv: Mapping[str, np.ndarray],
         elif env is not None and name in env:
             ins.append(env[name])
         elif _quantizable(name, g8, fenv):
-            ins.append(t.quant.quantize(fenv[name]))
+            ins.append(t.quant.quantize(fenv[name], t.dtype))
         else:
             return None
     return ins
@@ -148,7 +159,7 @@ def _group_run(group: Sequence[Any], g8: Graph, fenv: Mapping[str, np.ndarray]) 
         ins = _isolated_inputs(n, g8, fenv, env)
         if ins is None:
             return {}
-        env.update(zip(n.outputs, opdef(n).reference_s8(n, g8, ins), strict=False))
+        env.update(zip(n.outputs, reference_q(n, g8)(n, g8, ins), strict=False))
     return env
 
 
@@ -199,7 +210,7 @@ def op_numerics(graph_f32: Graph, graph_s8: Graph, float_inputs: Mapping[str, np
                     iso = runs.setdefault(id(group), _group_run(group, graph_s8, fenv)).get(out)
                 else:
                     ins = _isolated_inputs(nd, graph_s8, fenv)
-                    iso = None if ins is None else opdef(nd).reference_s8(nd, graph_s8, ins)[0]
+                    iso = None if ins is None else reference_q(nd, graph_s8)(nd, graph_s8, ins)[0]
                 if iso is not None:
                     a.add("isolated", ref, t.quant.dequantize(iso), t.quant.s)
     ops = {}

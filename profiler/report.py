@@ -13,6 +13,7 @@ from profiler.findings import flag_lines, flags, kernel_reason_lines
 from profiler.json_out import write_json_file
 from profiler.numerics import REFERENCE_FLOAT, worst_isolated
 from profiler.parse import OpCosts
+from profiler.precision import STEP_HEADERS, precision_lines, precision_section, step_rows
 from toolchain.ir import Graph
 from toolchain.notes import NOTES_KEY
 
@@ -113,6 +114,7 @@ def build_report(*, model: str, model_sha256: str, board: str, costs: OpCosts | 
         "numerics": {"reference": (numerics or {}).get("reference", REFERENCE_FLOAT),
                      "samples": (numerics or {}).get("samples", 0), "worst_isolated_op": worst_isolated(rows),
                      "accumulator_notes": list(notes)},
+        "precision": precision_section(graph),
         "flags": flags(graph, rows, notes) if graph is not None else [],
         "verification": verification,
         "fault": fault,
@@ -121,8 +123,8 @@ def build_report(*, model: str, model_sha256: str, board: str, costs: OpCosts | 
 
 
 FLASH_DEFINITION = ("flash = the model library's text + rodata + weights section + data (linker map); weights = "
-                    "the model's own parameters (int8 weights + int32 biases as the source model stores them, "
-                    "before re-packing); overhead = flash - weights")
+                    "the model's own parameters (int8 weights + int32 biases, int64 for 16x8 ops, as the source model "
+                    "stores them, before re-packing); overhead = flash - weights")
 
 
 def weight_fields(flash: int, sections: dict[str, int], weights: dict[str, int] | None) -> dict[str, Any]:
@@ -145,9 +147,9 @@ def write_json(report: dict[str, Any], path: Path) -> None:
     write_json_file(report, path)  # strict JSON: a NaN / inf becomes null
 
 
-CSV_FIELDS = ("index", "name", "op_type", "kernel", "output_shape", "macs", "weight_bytes", "act_read_bytes",
-              "act_write_bytes", "cost", "cost_min", "cost_max", "cost_unit", "share", "macs_per_cost",
-              "arena_live_bytes", *NUMERIC_FIELDS, "kernel_reason")
+CSV_FIELDS = ("index", "name", "op_type", "kernel", "precision", "output_shape", "macs", "weight_bytes",
+              "act_read_bytes", "act_write_bytes", "cost", "cost_min", "cost_max", "cost_unit", "share",
+              "macs_per_cost", "arena_live_bytes", *NUMERIC_FIELDS, "kernel_reason")
 
 
 def write_csv(report: dict[str, Any], path: Path) -> None:
@@ -272,11 +274,13 @@ def summary_lines(report: dict[str, Any]) -> list[str]:
             lines.append(_tflm_line(v))
         if v.get("ort_max_abs_diff_lsb") is not None:  # quantized ONNX models: onnxruntime on the same samples
             lines.append(ort_line(v))
+    lines += precision_lines(report)
     if worst := worst_line(report):
         lines.append(worst)
     if any(o.get("error_at") for o in report["ops"]):
-        lines.append("error figures marked *: an op of a layer rewritten into several (weight zero point), measured "
-                     "with its group at the layer's output (report.json ops[].error_at)")
+        lines.append("error figures marked *: an op of a layer rewritten into several (weight zero point) or a "
+                     "REQUANTIZE between int8 and int16, measured with its group at the group's output "
+                     "(report.json ops[].error_at)")
     lines += kernel_reason_lines(report)
     if report.get("fault"):
         f = report["fault"]
@@ -356,6 +360,10 @@ def write_markdown(report: dict[str, Any], path: Path) -> None:
     out += ["", (f"## Memory and numeric error per op (bytes; SQNR in dB vs the float reference, isolated and "
                  f"cumulative; max abs error in LSB of the op's output scale; cost spread in {unit})"), ""]
     out += _md_table(["op #"] + DETAIL_HEADERS[1:], [[f"#{r[0]}"] + r[1:] for r in detail_rows(report)])
+    if steps := step_rows(report):
+        out += ["", "## precision auto: the moves to 16x8 (worst isolated int8 error first; held-out figures "
+                    "on calibration halves after each move; arena in bytes, cost in the search's estimated unit)", ""]
+        out += _md_table(STEP_HEADERS, steps)
     path.write_text("\n".join(out) + "\n", encoding="utf-8")
 
 

@@ -20,17 +20,19 @@ with 150 samples: see docs/calibration.md).
 """
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
 
 from quantize.bias_correct import correct_bias
 from quantize.calibrate import collect_observers, select_ranges
+from quantize.observers import METHODS
+from quantize.precision import int16_ops, with_boundaries
 from quantize.equalize import equalizable_pairs, equalize
 from toolchain.data import quantize_inputs
 from toolchain.interpret import interpret
-from toolchain.ir import Graph
+from toolchain.ir import DType, Graph
 from toolchain.progress import step
 
 # Stage 1's range rules. minmax, percentile and kl are not searched: fitted on half the calibration data
@@ -55,18 +57,56 @@ def _subset(calibration: Mapping[str, np.ndarray], idx: Sequence[int]) -> dict[s
     return {k: v[list(idx)] for k, v in calibration.items()}
 
 
+@dataclass(frozen=True)
+class Fit:
+    """A recipe fitted on some calibration samples: `graph` is the float graph the quantized graph
+    approximates at these ranges (equalised when the recipe says so, biases shifted by bias
+    correction), `ranges` the int8 ranges of the recipe's rule and `ranges16` the int16 ranges
+    (RANGE16; quantize.precision) of every activation, tensor name -> (lo, hi)."""
+
+    graph: Graph
+    ranges: dict[str, tuple[float, float]]
+    ranges16: dict[str, tuple[float, float]]
+
+
+# The int16 ranges: min/max. The clipping searches (mse, kl, percentile) trade clipping for rounding
+# on 255 steps; with 65535 steps the rounding error is 2^-16 of the range and any clipping costs more
+# (the TFLite converter's 16x8 mode calibrates min/max too).
+RANGE16 = "minmax"
+
+
+def fit(graph: Graph, observers, calibration: Mapping[str, np.ndarray], recipe: Recipe,
+        samples: Sequence[int] | None = None, int16_nodes: Collection[str] = (),
+        inputs8: Collection[str] = ()) -> Fit:
+    """`recipe` fitted on `samples` (all by default); `graph` and `observers` are the float graph the
+    recipe quantizes (equalised already when recipe.equalize) and its observers. Bias correction is
+    fitted for the graph with `int16_nodes` in 16x8 (and the 8-bit inputs `inputs8` int8: the
+    arguments of quantize.quantize_int16), whose mean errors it corrects: int8 by default."""
+    from quantize import quantize_int16, quantize_ranges
+
+    ranges = select_ranges(graph, observers, recipe.rule, samples=samples)
+    ranges16 = select_ranges(graph, observers, RANGE16, samples=samples)
+    if recipe.bias_correction:
+        data = calibration if samples is None else _subset(calibration, samples)
+        if not int16_nodes:
+            graph = correct_bias(graph, quantize_ranges(graph, ranges), data)
+        else:  # corrected node for node on the mixed graph, then the new biases put back by name
+            q = quantize_int16(Fit(graph, ranges, ranges16), int16_nodes, inputs8)
+            wide_in = [n for n in graph.inputs if q.t(n).dtype == DType.INT16]
+            mixed = correct_bias(with_boundaries(graph, int16_ops(q), wide_in)[0], q, data)
+            graph = graph.with_nodes(graph.nodes, {k: mixed.tensors.get(k, t) if t.is_const else t
+                                                   for k, t in graph.tensors.items()})
+    return Fit(graph, ranges, ranges16)
+
+
 def build(graph: Graph, observers, calibration: Mapping[str, np.ndarray], recipe: Recipe,
           samples: Sequence[int] | None = None) -> Graph:
     """The int8 graph of `recipe` fitted on `samples` (all by default); `graph` and `observers` are the
     float graph the recipe quantizes (equalised already when recipe.equalize) and its observers."""
     from quantize import quantize_ranges
 
-    ranges = select_ranges(graph, observers, recipe.rule, samples=samples)
-    q = quantize_ranges(graph, ranges)
-    if recipe.bias_correction:
-        data = calibration if samples is None else _subset(calibration, samples)
-        q = quantize_ranges(correct_bias(graph, q, data), ranges)
-    return q
+    f = fit(graph, observers, calibration, recipe, samples)
+    return quantize_ranges(f.graph, f.ranges)
 
 
 def heldout_error(qgraph: Graph, calibration: Mapping[str, np.ndarray], floats: list[dict[str, np.ndarray]],
@@ -84,13 +124,56 @@ def heldout_error(qgraph: Graph, calibration: Mapping[str, np.ndarray], floats: 
     return total / max(len(held), 1)
 
 
+@dataclass(frozen=True)
+class Calibrated:
+    """A float graph ready to be quantized on any subset of its calibration samples, at any precision:
+    `graph` (equalised when recipe.equalize), its `observers` over every calibration sample, the
+    `recipe` (chosen by the search for `auto`), the `calibration` data (name -> [S, *shape] float32)
+    and `meta`, the graph.meta entries of the quantized graph (calibration_method,
+    calibration_samples; for auto also equalized and calibration_auto)."""
+
+    graph: Graph
+    observers: Mapping
+    calibration: Mapping[str, np.ndarray]
+    recipe: Recipe
+    meta: dict
+
+    def fit(self, samples: Sequence[int] | None = None, int16_nodes: Collection[str] = (),
+            inputs8: Collection[str] = ()) -> Fit:
+        """The recipe fitted on `samples` (indices into the calibration data; all by default), its bias
+        correction for `int16_nodes` in 16x8 (see fit())."""
+        return fit(self.graph, self.observers, self.calibration, self.recipe, samples, int16_nodes, inputs8)
+
+
+def calibrated(graph: Graph, calibration: Mapping[str, np.ndarray], method: str) -> Calibrated:
+    """Run the float graph over the calibration data and, for method "auto", choose the recipe
+    (module docstring); any other method (observers.METHODS) is the recipe of that range rule alone.
+    Raises ValueError for an unknown method or inconsistent sample counts."""
+    if method not in METHODS:
+        raise ValueError(f"unknown calibration method {method!r}; choose from {METHODS}")
+    n = len(next(iter(calibration.values()))) if calibration else 0
+    if method != "auto":
+        return Calibrated(graph, collect_observers(graph, calibration), calibration, Recipe(method),
+                          {"calibration_method": method, "calibration_samples": n})
+    return _search(graph, calibration, n)
+
+
 def auto_quantize(graph: Graph, calibration: Mapping[str, np.ndarray]) -> Graph:
     """float Graph + calibration inputs (name -> [S, *shape] float32) -> int8 Graph by the recipe with
     the least held-out output error (module docstring). graph.meta of the result: calibration_method
     "auto", calibration_auto {recipe, scores (label -> held-out error)}, equalized (bool: the pipeline
     then takes quantize.equalize(graph) as the float reference, whose activations the int8 graph
     approximates). Fewer than 4 samples: mse without search. Errors: those of quantize()."""
-    n = len(next(iter(calibration.values())))
+    from quantize import quantize_ranges
+
+    cal = calibrated(graph, calibration, "auto")
+    f = cal.fit()
+    q = quantize_ranges(f.graph, f.ranges)
+    return replace(q, meta={**q.meta, **cal.meta})
+
+
+def _search(graph: Graph, calibration: Mapping[str, np.ndarray], n: int) -> Calibrated:
+    """calibrated() for method auto: the stages of the module docstring on held-out halves."""
     graphs = {False: graph}
     observers = {False: collect_observers(graph, calibration)}
     scores: dict[str, float] = {}
@@ -104,8 +187,8 @@ def auto_quantize(graph: Graph, calibration: Mapping[str, np.ndarray]) -> Graph:
                 graphs[True] = equalize(graph)
                 observers[True] = collect_observers(graphs[True], calibration)
             g, obs = graphs[r.equalize], observers[r.equalize]
-            scores[r.label()] = sum(heldout_error(build(g, obs, calibration, r, fit), calibration, floats, held)
-                                    for fit, held in (halves, halves[::-1]))
+            scores[r.label()] = sum(heldout_error(build(g, obs, calibration, r, part), calibration, floats, held)
+                                    for part, held in (halves, halves[::-1]))
             return scores[r.label()]
 
         stages = [[Recipe(rule) for rule in RULES]]
@@ -121,10 +204,9 @@ def auto_quantize(graph: Graph, calibration: Mapping[str, np.ndarray]) -> Graph:
                     if e < best_err * (1 - 1e-9):
                         best, best_err = r, e
                     advance(1)
-    g = graphs.setdefault(best.equalize, equalize(graph))
+    g = graphs[best.equalize] if best.equalize in graphs else equalize(graph)
     if best.equalize not in observers:
         observers[best.equalize] = collect_observers(g, calibration)
-    q = build(g, observers[best.equalize], calibration, best)
-    meta = {**q.meta, "calibration_method": "auto", "calibration_samples": n, "equalized": best.equalize,
+    meta = {"calibration_method": "auto", "calibration_samples": n, "equalized": best.equalize,
             "calibration_auto": {"recipe": best.label(), "scores": {k: round(v, 9) for k, v in scores.items()}}}
-    return replace(q, meta=meta)
+    return Calibrated(g, observers[best.equalize], calibration, best, meta)

@@ -29,6 +29,9 @@ from toolchain.ops.fixed_point import graph_rounding, rounding_mode
 from toolchain.ops.registry import opdef
 
 
+BIAS_TYPES = (DType.INT32, DType.INT64)  # int8 ops' biases; 16x8 ops' (quantize.precision)
+
+
 def correctable(node: Node, graph: Graph) -> bool:
     """True for an op with a weight operand and a constant float bias (inputs[2])."""
     return (opdef(node).weight_out_axis is not None and len(node.inputs) > 2 and bool(node.inputs[2])
@@ -65,9 +68,10 @@ def channel_errors(node: Node, fgraph: Graph, qgraph: Graph, xs_f: list[list[np.
 
 def correct_bias(fgraph: Graph, qgraph: Graph, calibration: Mapping[str, np.ndarray]) -> Graph:
     """The float graph `fgraph` with every correctable bias shifted by the mean channel error of
-    `qgraph` (its int8 twin, quantize.quantize_ranges of fgraph) on `calibration` (name ->
-    [S, *shape] float32). Re-quantize the result with the same ranges to get the corrected int8
-    graph. Raises ValueError when the calibration inputs do not fit the graph."""
+    `qgraph` (its quantized twin, quantize.quantize_ranges of fgraph, node for node: int8, or mixed
+    with 16x8 nodes and int64 biases when fgraph has its REQUANTIZE nodes, precision.with_boundaries)
+    on `calibration` (name -> [S, *shape] float32). Re-quantize the result with the same ranges to get
+    the corrected graph. Raises ValueError when the calibration inputs do not fit the graph."""
     n = len(next(iter(calibration.values())))
     data_q = quantize_inputs(dict(calibration), qgraph)
     env_f = {k: [np.asarray(v[i], fgraph.t(k).dtype.np) for i in range(n)] for k, v in calibration.items()}
@@ -85,23 +89,26 @@ def correct_bias(fgraph: Graph, qgraph: Graph, calibration: Mapping[str, np.ndar
             xs_f = [[env_f[i][s] if i and not fgraph.t(i).is_const else None for i in node.inputs] for s in range(n)]
             xs_q = [[env_q[i][s] if i and not qgraph.t(i).is_const else None for i in node.inputs] for s in range(n)]
             qg = qgraph.with_nodes(qgraph.nodes, qtensors)
-            if correctable(node, fgraph) and qg.t(node.inputs[2]).dtype == DType.INT32:
+            if correctable(node, fgraph) and qg.t(node.inputs[2]).dtype in BIAS_TYPES:
                 b = tensors[node.inputs[2]]
                 err = channel_errors(node, fgraph, qg, xs_f, xs_q)
                 new = (b.data.astype(np.float64) - err).astype(np.float32)
                 tensors[b.name] = replace(b, data=new)
                 qb = qtensors[b.name]
                 scale = np.asarray(qb.quant.scale, np.float64)
-                qtensors[b.name] = replace(qb, data=np.clip(np.round(new / scale), -(2**31), 2**31 - 1).astype(np.int32))
+                info = np.iinfo(qb.dtype.np)
+                q = np.clip(np.round(new / scale), info.min, info.max)
+                qtensors[b.name] = replace(qb, data=q.astype(qb.dtype.np))
                 qg = qgraph.with_nodes(qgraph.nodes, qtensors)
-            int8_out = qg.t(node.outputs[0]).dtype == DType.INT8
+            out_type = qg.t(node.outputs[0]).dtype
             for name in node.outputs:
                 env_f[name], env_q[name] = [], []
             for s in range(n):
                 ins_f = [fgraph.t(i).data if i and fgraph.t(i).is_const else v for i, v in zip(node.inputs, xs_f[s])]
                 ins_q = [qg.t(i).data if i and qg.t(i).is_const else v for i, v in zip(node.inputs, xs_q[s])]
                 outs_f = op.reference_f32(node, fgraph, ins_f)
-                outs_q = (op.reference_s8 if int8_out else op.reference_f32)(node, qg, ins_q)
+                ref = {DType.INT8: op.reference_s8, DType.INT16: op.reference_s16}.get(out_type, op.reference_f32)
+                outs_q = ref(node, qg, ins_q)  # as toolchain.interpret chooses
                 for name, vf, vq in zip(node.outputs, outs_f, outs_q, strict=True):
                     env_f[name].append(vf)
                     env_q[name].append(vq)

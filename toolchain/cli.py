@@ -61,6 +61,9 @@ def _parser() -> argparse.ArgumentParser:
                                                                     "ram: per op the kernel needing the least scratch RAM")
         s.add_argument("--kernels", metavar="auto|portable", help="auto (default): the board's kernel variants "
                                                                    "(dsp, helium, neon); portable: portable C only")
+        s.add_argument("--precision", metavar="int8|int16|auto",
+                       help="activations: int8 (default); int16: 16x8 wherever the op has a kernel; auto: the layers "
+                            "that lose most in int8 to 16x8 until precision_target (YAML) is met")
         s.add_argument("--warmup", type=int, metavar="N", help="untimed runs of sample 0 before them (default 1)")
         s.add_argument("--debug-guards", action="store_true", default=None,
                        help="debug build: guard bytes after every arena buffer, checked after every op")
@@ -122,7 +125,8 @@ def _job(args: argparse.Namespace) -> int:
     cfg = load_config(args.config, {"model": args.model, "board": args.board, "calibration": args.calibration,
                                     "verify": args.verify, "out": args.out, "repeats": args.repeat,
                                     "warmup": args.warmup, "optimize": args.optimize, "debug_guards": args.debug_guards,
-                                    "kernels": args.kernels, "boards": args.boards, "name": args.name})
+                                    "kernels": args.kernels, "boards": args.boards, "name": args.name,
+                                    "precision": args.precision})
     if args.layout:  # the data's layout (preprocess.layout), over the YAML's
         from dataclasses import replace
         cfg = replace(cfg, preprocess=replace(cfg.preprocess, layout=args.layout))
@@ -164,7 +168,7 @@ def _one(args: argparse.Namespace, cfg: Config, targets: list[Target], tmp: Path
 
     target = targets[0]
     try:
-        imported = import_model(cfg)
+        imported = import_model(cfg, target)
         # bad verification DATA is refused before any C is built
         data = verification_data(cfg, imported.graph_f32, imported.graph_s8) if args.cmd == "run" else None
         build = compile_model(cfg, target, tmp, profile=args.cmd == "run" or bool(cfg.profile), imported=imported)
@@ -242,7 +246,7 @@ def _sweep(args: argparse.Namespace, cfg: Config, targets: list[Target], tmp: Pa
     from toolchain.runner import run_and_verify, verification_data
 
     with step("import and quantize (shared by the boards)"):
-        imported = import_model(cfg)
+        imported = import_model(cfg, targets[0])  # precision auto's budgets: the first board's arena and cost
         # bad verification DATA is refused before any C is built
         data = verification_data(cfg, imported.graph_f32, imported.graph_s8) if args.cmd == "run" else None
     entries, reports = [], {}

@@ -18,16 +18,18 @@ from toolchain.yaml_safe import read_yaml
 PREPROCESS_KEYS = {"cast", "resize", "scale", "mean", "std", "channel_order", "layout"}
 # The flag that sets each key from the command line (errors blame the flag, not the YAML).
 FLAGS = {"board": "--board", "repeats": "--repeat", "warmup": "--warmup", "optimize": "--optimize",
-         "debug_guards": "--debug-guards", "kernels": "--kernels", "name": "--name"}
+         "debug_guards": "--debug-guards", "kernels": "--kernels", "name": "--name", "precision": "--precision"}
 # Strict value checks per key: YAML has no schema, and Python's int()/float()/bool() would turn
 # `repeats: 2.7` into 2, `profile: "false"` into True and `min_top1_agreement: 97` into a gate
 # that can never pass, so each kind is checked as written.
 _STRS = ("board", "weights_section", "name")
 _CHOICES = {"calibration_method": ("mse", "minmax", "percentile", "kl", "auto"), "rounding": ("tflm", "onnx"),
             "optimize": ("speed", "ram"), "kernels": ("auto", "portable"), "io_layout": ("NHWC", "NCHW"),
-            "io_dtype": ("int8", "uint8", "float32")}
-_INTS = {"repeats": (1, 1000), "warmup": (0, 1000), "batch": (1, 4096)}
-_FLOATS = {"min_top1_agreement": (0.0, 1.0), "min_sqnr_db": (-math.inf, math.inf)}
+            "io_dtype": ("int8", "uint8", "float32"), "precision": ("int8", "int16", "auto")}
+_INTS = {"repeats": (1, 1000), "warmup": (0, 1000), "batch": (1, 4096), "max_arena_bytes": (1, 1 << 40)}
+_FLOATS = {"min_top1_agreement": (0.0, 1.0), "min_sqnr_db": (-math.inf, math.inf), "max_cost_ratio": (1.0, 1e6)}
+# precision_target (precision: auto): the held-out figures at which the search stops moving layers to int16
+TARGET_KEYS = {"agreement": (0.0, 1.0), "sqnr_db": (-math.inf, math.inf)}
 _BOOLS = ("profile", "debug_guards")
 # weights_section is pasted into C (__attribute__((section(...)))) and the linker script: a plain
 # section name only, no quotes, spaces or escapes.
@@ -62,6 +64,8 @@ def _checked(key: str, value: Any, where: str) -> Any:
     if key in _FLOATS:
         lo, hi = _FLOATS[key]
         what = "a fraction between 0 and 1 (0.97 means 97%)" if hi == 1.0 else "a finite number"
+        if key == "max_cost_ratio":
+            what = "a number of at least 1 (estimated instructions of the mixed graph / the int8 graph's)"
         if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) \
                 or not lo <= value <= hi:
             raise bad(what)
@@ -134,6 +138,13 @@ class Config:
     # the element type of the quantized inputs / outputs in the generated API: int8, uint8 or float32 (the
     # library quantizes / dequantizes); None: the model file's own. toolchain.passes.set_io_dtype
     io_dtype: str | None = None
+    # int8: every activation int8; int16: every op with a 16x8 kernel in 16x8; auto: the worst layers
+    # (isolated error) moved to 16x8 until precision_target is met on held-out calibration samples, within
+    # max_arena_bytes and max_cost_ratio (quantize.precision, quantize.precision_search; docs/precision.md)
+    precision: str = "int8"
+    precision_target: dict[str, float | None] = field(default_factory=dict)  # agreement, sqnr_db (None: off)
+    max_arena_bytes: int | None = None  # precision auto: no move whose graph's arena exceeds it (bytes)
+    max_cost_ratio: float | None = None  # precision auto: estimated instructions at most this x the int8 graph's
     source: Path | None = None  # the YAML file, for messages
 
 
@@ -215,6 +226,22 @@ def _input_shapes(shapes: Any, where: str) -> dict[str, tuple[int, ...]]:
     return {k: tuple(v) for k, v in shapes.items()}
 
 
+def _precision_target(raw: Any, where: str) -> dict[str, float | None]:
+    """precision_target: {agreement: fraction 0..1, sqnr_db: number}, each optional (null: not a target)."""
+    if not isinstance(raw, dict) or not raw or set(raw) - set(TARGET_KEYS):
+        raise InputError(f"{where}: precision_target must map some of {', '.join(TARGET_KEYS)} to numbers "
+                         f"(agreement a fraction 0..1, sqnr_db in dB), not {clip_repr(raw)}")
+    out: dict[str, float | None] = {}
+    for key, value in raw.items():
+        lo, hi = TARGET_KEYS[key]
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)
+                                  or not math.isfinite(value) or not lo <= value <= hi):
+            what = "a fraction between 0 and 1 (0.99 means 99%)" if hi == 1.0 else "a finite number (dB)"
+            raise InputError(f"{where}: precision_target.{key} must be {what} or null, not {clip_repr(value)}")
+        out[key] = None if value is None else float(value)
+    return out
+
+
 def load_config(path: Path | None, overrides: dict[str, Any]) -> Config:
     """Read the YAML (if given) and apply the CLI overrides (None values are ignored).
 
@@ -235,8 +262,8 @@ def load_config(path: Path | None, overrides: dict[str, Any]) -> Config:
     known = {f.name for f in fields(Config)} - {"source"}
     unknown = sorted(clip_repr(k, 40) if not isinstance(k, str) else clip_text(k, 40) for k in raw if k not in known)
     if unknown:
-        close = difflib.get_close_matches(unknown[0], sorted(known), n=1)  # a typo: name the key meant
-        hint = f"did you mean {close[0]}? " if close else ""
+        close = sorted({m for k in unknown for m in difflib.get_close_matches(k, known, n=2, cutoff=0.75)})[:2]
+        hint = f"did you mean {' or '.join(close)}? " if close else ""
         # the allowed keys fill the rest of one short line (README "The YAML" lists them all)
         room = 190 - len(hint) - min(len(", ".join(unknown)), 60)
         raise InputError(f"{where}: unknown key(s) {clip_text(', '.join(unknown), 60)}; {hint}"
@@ -251,6 +278,8 @@ def load_config(path: Path | None, overrides: dict[str, Any]) -> Config:
     kw["preprocess"] = _preprocess(raw.get("preprocess"), where)
     if raw.get("input_shapes") is not None:
         kw["input_shapes"] = _input_shapes(raw["input_shapes"], where)
+    if raw.get("precision_target") is not None:
+        kw["precision_target"] = _precision_target(raw["precision_target"], where)
     for key, value in overrides.items():
         if value is None:
             continue
@@ -285,5 +314,6 @@ def rounding_of(cfg: Config) -> tuple[str, str]:
 
         if is_quantized_onnx(cfg.model):
             return "onnx", "the default for a quantized ONNX model (onnxruntime's arithmetic)"
+    spec = "int8 spec" if cfg.precision == "int8" else "int8 and 16x8 specs"
     return "tflm", ("the default for a .tflite model (TFLM's arithmetic)" if tflite
-                    else "the default for a float ONNX model (edgecc's PTQ follows the TFLite int8 spec)")
+                    else f"the default for a float ONNX model (edgecc's PTQ follows the TFLite {spec})")

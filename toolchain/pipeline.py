@@ -19,6 +19,8 @@ from quantize import quantize
 from quantize.bias_fit import NOTES_KEY, accumulator_risks
 from quantize.dequantize import dequantize_graph
 from quantize.equalize import equalize
+from quantize.precision import precision_meta
+from quantize.precision_search import Search
 from quantize.zero_point_split import split_zero_point_channels
 from targets import Target, TimeSource
 from targets.build import BuildResult, Footprint, build_firmware, check_fits
@@ -95,8 +97,9 @@ class Imported:
         return self.graph_s8_rows if self.graph_s8_rows is not None and prefs[:1] == ["helium"] else self.graph_s8
 
 
-def import_model(cfg: Config) -> Imported:
-    """Steps 1-3 of compile_model: the model file -> float IR -> int8 IR (no board involved).
+def import_model(cfg: Config, target: Target | None = None) -> Imported:
+    """Steps 1-3 of compile_model: the model file -> float IR -> int8 IR. The board (`target`; None:
+    the first of cfg.board) matters only to `precision: auto`, whose budgets are its arena and cost.
 
     Raises InputError / UnsupportedModel for a bad model or data, among them non-finite numbers:
     constants as loaded, after folding, activations while calibrating, and the int8 graph's scales.
@@ -104,19 +107,23 @@ def import_model(cfg: Config) -> Imported:
     # NaN / inf (or finite weights that overflow float32 once folded) make numpy warn on stderr in the
     # frontends, passes and calibration before a check refuses them in one line: no warnings beside it
     with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
-        return _import_model(cfg)
+        return _import_model(cfg, target)
 
 
-def _import_model(cfg: Config) -> Imported:
+def _import_model(cfg: Config, target: Target | None) -> Imported:
     t0 = time.monotonic()
     nhwc_io = cfg.io_layout == "NHWC"  # ONNX: 4-D inputs / outputs NHWC, no Transpose at the edges
     if Path(cfg.model).suffix.lower() != ".tflite":  # onnx costs ~0.7 s to import: only for ONNX files
         from toolchain.frontend.onnx import load_onnx
         from toolchain.frontend.onnx_canonical import canonical_onnx
         from toolchain.frontend.onnx_qdq import is_quantized_onnx, load_qdq
+    if cfg.precision != "int8" and (Path(cfg.model).suffix.lower() == ".tflite" or is_quantized_onnx(cfg.model)):
+        raise InputError(f"{cfg.model}: precision: {cfg.precision} chooses the activation types of edgecc's own "
+                         "quantization (float models); a quantized model keeps its own: remove `precision`")
     if Path(cfg.model).suffix.lower() == ".tflite":
         batched_input_shapes(cfg.model, cfg.input_shapes, cfg.batch)  # batch > 1: not for .tflite (yet)
         qgraph = load_tflite(cfg.model)                               # int8 .tflite: keep the file's own quantization
+        qgraph = replace(qgraph, meta={**qgraph.meta, "precision": precision_meta(qgraph, "model")})  # (16x8 too)
         graph, n_calib = dequantize_graph(qgraph), 0                  # its float twin (dequantized weights) as reference
     elif is_quantized_onnx(cfg.model):
         shapes = batched_input_shapes(cfg.model, cfg.input_shapes, cfg.batch)  # `batch: N`: N inferences per run
@@ -140,7 +147,9 @@ def _import_model(cfg: Config) -> Imported:
         if calib_path is None:
             raise InputError(f"{cfg.source or 'command line'}: a float model needs calibration data; pass --calibration DATA")
         calib = load_data(calib_path, graph, cfg.preprocess)          # real data through the preprocess block
-        qgraph = quantize(graph, calib, cfg.calibration_method)       # INT8 PTQ (TFLite int8 spec), calibrated ranges
+        qgraph = quantize(graph, calib, cfg.calibration_method,       # PTQ (TFLite int8 spec, 16x8 where `precision`
+                          precision=cfg.precision,                    # says so), calibrated ranges; precision auto
+                          search=precision_search(cfg, target))       # judges 16x8 moves on the board's arena / cost
         if qgraph.meta.get("equalized"):                              # `auto` chose cross-layer equalisation: the int8
             graph = equalize(graph)                                   # graph approximates the equalised float graph
         n_calib = len(next(iter(calib.values())))
@@ -168,20 +177,12 @@ def compile_model(cfg: Config, target: Target, out_dir: Path, *, profile: bool,
     Raises InputError / UnsupportedModel for bad input, targets.BuildError when the board's
     compiler or linker fails (e.g. a region overflow).
     """
-    front = imported or import_model(cfg)                             # steps 1-3: import, passes, quantize
+    front = imported or import_model(cfg, target)                     # steps 1-3: import, passes, quantize
     t0 = time.monotonic()
     lowered = lowering_target(target, cfg.kernels)                   # `kernels: portable`: portable C only
     graph, qgraph = front.graph_f32, front.int8_graph(lowered)        # the zero-point fix-ups' form for this board
-    prefs = [isa.value for isa in lowered.kernel_preference]
-    qgraph = select_layout(qgraph, lowered)                           # NHWC or CHWN per op for this board (+ relayouts)
-    variants = select_kernels(qgraph, prefs, target.isa_features, cfg.optimize)  # one kernel variant per op for this board
-    scratch, inplace = scratch_sizes(qgraph, variants), inplace_inputs(variants)
-    qgraph = order_for_memory(qgraph, scratch, target.buffer_alignment, inplace)  # order with the smallest live peak
+    qgraph, variants, plan = plan_graph(qgraph, cfg, target, lowered)  # layouts, kernels, order, arena (by region)
     weight_bytes = sum(t.nbytes for t in qgraph.tensors.values() if t.is_const)
-    regions = arena_regions(target, weight_bytes, harness_bytes(qgraph, target, cfg), cfg.debug_guards)  # by speed
-    plan = plan_memory(qgraph, scratch, target.buffer_alignment, inplace=inplace,  # one static arena at the live bound
-                       guard_bytes=GUARD_BYTES if cfg.debug_guards else 0,  # debug_guards: a guard after every buffer
-                       regions=regions)
     check_fits(target, Footprint(weights=weight_bytes, arena=plan.arena_bytes,  # fail before any C is compiled
                                  arena_parts=dict(plan.region_bytes) or None))
     with rounding_mode(graph_rounding(qgraph)):                       # argument values (clamp bounds) round as the model
@@ -199,6 +200,55 @@ def compile_model(cfg: Config, target: Target, out_dir: Path, *, profile: bool,
     t2 = time.monotonic()
     return Build(cfg, target, graph, qgraph, variants, plan, ctx, lib_dir, fw_dir, fw, front.calibration_samples,
                  front.python_s + t1 - t0, t2 - t1)
+
+
+def plan_graph(qgraph: Graph, cfg: Config, target: Target,
+               lowered: Target | None = None) -> tuple[Graph, dict[str, KernelVariant], MemoryPlan]:
+    """The board's form of a quantized graph: layouts (select_layout), one kernel variant per op, the
+    node order with the smallest live peak and the arena plan (debug_guards: a guard after every
+    buffer). `lowered`: lowering_target(target, cfg.kernels), computed when None."""
+    lowered = lowered or lowering_target(target, cfg.kernels)
+    prefs = [isa.value for isa in lowered.kernel_preference]
+    qgraph = select_layout(qgraph, lowered)                           # NHWC or CHWN per op for this board (+ relayouts)
+    variants = select_kernels(qgraph, prefs, target.isa_features, cfg.optimize)  # one kernel variant per op for this board
+    scratch, inplace = scratch_sizes(qgraph, variants), inplace_inputs(variants)
+    qgraph = order_for_memory(qgraph, scratch, target.buffer_alignment, inplace)  # order with the smallest live peak
+    weight_bytes = sum(t.nbytes for t in qgraph.tensors.values() if t.is_const)
+    regions = arena_regions(target, weight_bytes, harness_bytes(qgraph, target, cfg), cfg.debug_guards)  # by speed
+    plan = plan_memory(qgraph, scratch, target.buffer_alignment, inplace=inplace,  # one static arena at the live bound
+                       guard_bytes=GUARD_BYTES if cfg.debug_guards else 0,  # debug_guards: a guard after every buffer
+                       regions=regions)                           # several arena regions: each part planned alone
+    return qgraph, variants, plan
+
+
+def precision_search(cfg: Config, target: Target | None) -> Search | None:
+    """What `precision: auto` measures candidates with (quantize.precision_search.Search), for the board
+    `target` (None: the first board of cfg.board): the planner's arena and the estimated instructions
+    per inference (estimate_instructions) of plan_graph's form, and the isolated error per op
+    (profiler.numerics.op_numerics). None for another precision."""
+    if cfg.precision != "auto":
+        return None
+    from profiler.numerics import op_numerics
+    from quantize.precision_search import DEFAULT_AGREEMENT, DEFAULT_SQNR_DB, Target as Goal
+    from targets import list_targets, load_target
+
+    if target is None:
+        name = cfg.board.split(",")[0].strip()
+        target = list_targets()[0] if name == "all" else load_target(name)
+
+    def measure(qgraph: Graph) -> tuple[int, float]:
+        g, variants, plan = plan_graph(qgraph, cfg, target)
+        return plan.arena_bytes, float(estimate_instructions(g, variants))
+
+    def isolated(graph_f32: Graph, qgraph: Graph, data: dict, data_q: dict) -> dict[str, float | None]:
+        n = len(next(iter(data.values())))
+        ops = op_numerics(graph_f32, qgraph, data, data_q, max_samples=n)["ops"]
+        return {k: v["sqnr_db_isolated"] for k, v in ops.items()}
+
+    want = cfg.precision_target
+    goal = Goal(want.get("agreement", DEFAULT_AGREEMENT), want.get("sqnr_db", DEFAULT_SQNR_DB))
+    return Search(measure, isolated, goal, cfg.max_arena_bytes, cfg.max_cost_ratio,
+                  f"estimated instructions on {target.name} (per-ISA rates per MAC and byte, no run)")
 
 
 RAM_MARGIN = 4096  # bytes of .data/.bss kept free beside the arena in the `ram` region: libc, start-up, harness
@@ -267,25 +317,35 @@ def expected_instructions(build: Build, samples: int) -> dict[str, int]:
     MACs and activation bytes at its kernel's ISA rates, times the inferences of the run (samples,
     plus one profiled rerun of sample 0 on plugin boards, or the warm-up and timed repeats of sample 0
     on timer boards)."""
-    from toolchain.ops.registry import opdef
-
-    g = build.graph_s8
     if build.target.run.time_source is TimeSource.PLUGIN:
         inferences = samples + 1
     else:
         inferences = samples + build.config.warmup + 2 * build.config.repeats
+    out = {isa: n * inferences for isa, n in instructions_per_isa(build.graph_s8, build.variants).items()}
+    out["portable"] = out.get("portable", 0) + _INSNS_STARTUP
+    return out
+
+
+def instructions_per_isa(g: Graph, variants: dict[str, KernelVariant]) -> dict[str, int]:
+    """Estimated guest instructions of one inference per kernel ISA folder: each op's MACs and
+    activation bytes at its kernel's ISA rates (_INSNS_PER_MAC_BYTE) plus a fixed cost per op."""
+    from toolchain.ops.registry import opdef
+
     per: dict[str, int] = {}
     for n in g.nodes:
         op = opdef(n)
         if op.is_view:
             continue
         c = op.cost(n, g)
-        isa = build.variants[n.name].isa
+        isa = variants[n.name].isa
         mac, byte = _INSNS_PER_MAC_BYTE.get(isa, _INSNS_PER_MAC_BYTE["portable"])
         per[isa] = per.get(isa, 0) + int(c.macs * mac + (c.act_read_bytes + c.act_write_bytes) * byte + _INSNS_PER_OP)
-    out = {isa: n * inferences for isa, n in per.items()}
-    out["portable"] = out.get("portable", 0) + _INSNS_STARTUP
-    return out
+    return per
+
+
+def estimate_instructions(g: Graph, variants: dict[str, KernelVariant]) -> int:
+    """Estimated guest instructions of one inference of `g` with `variants` (instructions_per_isa summed)."""
+    return sum(instructions_per_isa(g, variants).values())
 
 
 def write_inputs(path: Path, data_s8: dict[str, np.ndarray], graph: Graph) -> int:

@@ -1,5 +1,5 @@
-"""Run a built firmware on its board, verify every output bit for bit against the numpy int8
-interpreter, compare with the float model (onnxruntime), and assemble the report.
+"""Run a built firmware on its board, verify every output bit for bit against the numpy integer
+(int8, 16x8) interpreter, compare with the float model (onnxruntime), and assemble the report.
 
 Exit statuses decided here: 0 pass, 1 verification mismatch (with the interpreter, or for a
 .tflite model under `rounding: tflm` with TFLM) or a failed YAML gate (min_top1_agreement /
@@ -36,17 +36,19 @@ from toolchain.frontend.onnx_qdq_ort import lsb_agreement, run_onnxruntime
 from toolchain.interpret import interpret
 from toolchain.io_dtypes import from_model_dtype, io_dtype, quantized_dtype
 from toolchain.io_layout import from_file_layout, to_file_layout
-from toolchain.ir import Graph
+from toolchain.ir import DType, Graph
 from toolchain.lower import kernel_reasons, lowering_target
 from toolchain.memory import PLANNERS, live_bound
 from toolchain.ops.fixed_point import graph_rounding
-from toolchain.ops.registry import opdef
+from toolchain.ops.registry import kernel_dtype, opdef
 from toolchain.output_figures import output_figures
 from toolchain.pipeline import Build, expected_instructions, write_inputs
 from toolchain.progress import warning
 from toolchain.tflm_oracle import tflm_verification
 
 REFERENCE = "edgecc numpy int8 interpreter (TFLite int8 reference semantics, double rounding)"
+REFERENCE_16X8 = ("edgecc numpy integer interpreter (TFLite int8 and 16x8 reference semantics: TFLM's int8 and int16 "
+                  "kernels, double rounding)")  # a graph with int16 activations (precision int16 / auto, 16x8 .tflite)
 REFERENCE_ONNX = ("edgecc numpy int8 interpreter (onnxruntime's arithmetic: Conv / FC requantized in float32 "
                   "as its QLinearConv / QLinearMatMul / QGemm, other output roundings once, ties to even)")
 
@@ -99,6 +101,11 @@ def _float_reference(build: Build, data: dict[str, np.ndarray], data_s8: dict[st
     return [from_file_layout(g, o, np.stack([r[j] for r in runs])) for j, o in enumerate(g.outputs)]
 
 
+def has_int16(g: Graph) -> bool:
+    """Whether a quantized graph has int16 activations (16x8 ops)."""
+    return any(t.dtype == DType.INT16 and not t.is_const for t in g.tensors.values())
+
+
 def static_ops(build: Build) -> list[dict[str, Any]]:
     """One entry per executed op (views excluded), in kernel-call order."""
     g = build.graph_s8
@@ -111,6 +118,7 @@ def static_ops(build: Build) -> list[dict[str, Any]]:
             continue
         c = op.cost(node, g)
         ops.append({"index": len(ops), "name": node.name, "op_type": node.op.value,
+                    "precision": "int16" if kernel_dtype(node, g) == "s16" else "int8",  # 16x8 kernel or not
                     "kernel": build.variants[node.name].name, "kernel_reason": reasons[node.name],
                     "output_shape": list(g.t(node.outputs[0]).shape),
                     "macs": c.macs, "weight_bytes": c.weight_bytes, "act_read_bytes": c.act_read_bytes,
@@ -177,12 +185,13 @@ def _verification(build: Build, got: list[np.ndarray] | None, expected: list[np.
                   floats: list[np.ndarray], samples: int, data_name: str,
                   ort_default: list[np.ndarray] | None = None) -> dict[str, Any]:
     g = build.graph_s8
-    ref = REFERENCE_ONNX if graph_rounding(g) == "onnx" else REFERENCE
+    ref = REFERENCE_ONNX if graph_rounding(g) == "onnx" else REFERENCE_16X8 if has_int16(g) else REFERENCE
     if g.meta.get("rounding_why"):  # which rounding is in effect and why (the YAML, or the model's kind)
         ref = f"{ref[:-1]}; rounding: {graph_rounding(g)}, {g.meta['rounding_why']})"
     v: dict[str, Any] = {"reference": ref, "data": data_name, "samples": samples, "bit_exact": False,
                          "mismatches": None,
-                         "float_reference": "edgecc float interpreter of the dequantized int8 graph"
+                         "float_reference": ("edgecc float interpreter of the dequantized "
+                                             f"{'graph' if has_int16(g) else 'int8 graph'}")
                          if build.graph_f32.meta.get("dequantized") else "onnxruntime (float model)"}
     qdq = build.graph_f32.meta.get("format") == "onnx-qdq"
     outputs = output_figures(g, got, expected, floats, samples, qdq)

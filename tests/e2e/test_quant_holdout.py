@@ -58,9 +58,9 @@ def holdout_run(tmp_path_factory, edgecc, need_board):
     """holdout_run(model) -> (Job, calibration path, verification path), once per module."""
     cache: dict = {}
 
-    def get(model: str, method: str | None = None):
+    def get(model: str, method: str | None = None, precision: str = "int8"):
         need_board(BOARD)
-        if (model, method) not in cache:
+        if (model, method, precision) not in cache:
             tmp = tmp_path_factory.mktemp(f"holdout-{model}")
             calib, verify = (_split_cifar if model.startswith("ic_") else _split_vww)(tmp)
             out = tmp / "out"
@@ -68,13 +68,13 @@ def holdout_run(tmp_path_factory, edgecc, need_board):
             if method is not None:  # the model's YAML with calibration_method set (paths made absolute)
                 text = config.read_text().replace("../../../shared", str(DATA.parent))
                 config = tmp / "config.yaml"
-                config.write_text(f"{text}\ncalibration_method: {method}\n")
+                config.write_text(f"{text}\ncalibration_method: {method}\nprecision: {precision}\n")
             with pytest.MonkeyPatch.context() as mp:
                 mp.delenv("EDGECC_DEBUG_FAULT_AT_OP", raising=False)
                 res = edgecc("run", config, "--board", BOARD, "--calibration", calib,
                              "--verify", verify, "--out", out, "--quiet")
-            cache[(model, method)] = (finish(res, out), calib, verify)
-        return cache[(model, method)]
+            cache[(model, method, precision)] = (finish(res, out), calib, verify)
+        return cache[(model, method, precision)]
 
     return get
 
@@ -109,3 +109,29 @@ def test_holdout_auto_resnet8(holdout_run, record_property):
     record_property("top1_agreement", v["top1_agreement"])
     assert v["top1_agreement"] >= AUTO_BAR, v["top1_agreement"]
     assert v["sqnr_db"] >= AUTO_MIN_SQNR_DB, v["sqnr_db"]
+
+
+# precision: auto with calibration_method auto, no budget (issue 14 item 3), fold A: measured 100% (int8
+# auto: 96%) and 38.3 dB with every layer in 16x8 but the input Transpose; bar one image lower.
+PRECISION_AUTO_BAR, PRECISION_AUTO_MIN_SQNR_DB = 0.99, 35.0
+
+
+@pytest.mark.skipif(os.environ.get("EDGECC_SLOW") != "1", reason="EDGECC_SLOW=1: the held-out searches take minutes")
+def test_holdout_precision_auto_resnet8(holdout_run, record_property):
+    """precision: auto out of sample (fold A): the layers whose int8 error hurts move to 16x8 until the
+    held-out target; top-1 agreement at least 99%, bit-exact on the board."""
+    from toolchain.ops.registry import REGISTRY, OpDef, OpKind
+
+    if any(type(REGISTRY[k]).reference_s16 is OpDef.reference_s16 for k in (OpKind.AVG_POOL2D, OpKind.SOFTMAX)):
+        pytest.skip("needs the 16x8 AveragePool2D / Softmax kernels (issue 14 item 2)")
+    job, calib, verify = holdout_run("ic_resnet8_float", "auto", "auto")
+    r = job.report
+    assert r is not None and job.code == 0, f"exit {job.code}; stderr:\n{job.err}"
+    v = r["verification"]
+    assert v["samples"] == 100 and Path(v["data"]) == verify and v["bit_exact"] is True
+    p = r["precision"]
+    assert p["mode"] == "auto" and p["auto"]["held_out_samples"] == 100 and len(p["int16_ops"]) >= 8
+    assert p["auto"]["steps"][0]["taken"]  # the worst layer (the classifier, or the pool before it) pays
+    record_property("top1_agreement", v["top1_agreement"])
+    assert v["top1_agreement"] >= PRECISION_AUTO_BAR, v["top1_agreement"]
+    assert v["sqnr_db"] >= PRECISION_AUTO_MIN_SQNR_DB, v["sqnr_db"]

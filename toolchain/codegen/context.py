@@ -181,7 +181,7 @@ def weights_breakdown(graph: Graph, ctx: ModelContext) -> dict[str, int]:
     """Bytes of the weights section by what they hold, from the emitted arrays (alignment padding
     between arrays not included: the linker map's section size minus the sum of these).
 
-    weights / biases: the model's own parameters, the constant int8 / int32 (other dtypes: other)
+    weights / biases: the model's own parameters, the constant int8 / int32 or int64 (16x8; other dtypes: other)
     tensors the kernels read, as the source model (or our quantizer) stores them, whether emitted
     as they are or inside a re-packed array; requantization: the separate per-channel multiplier
     and shift arrays; packing: the rest of the re-packed arrays (requantization records inside
@@ -194,7 +194,7 @@ def weights_breakdown(graph: Graph, ctx: ModelContext) -> dict[str, int]:
     params = [t for t in graph.tensors.values() if t.is_const and t.name in used]
     skipped = [sum(c.skipped[i] for c in ctx.consts) for i in (0, 1)]
     out = {"weights": sum(t.nbytes for t in params if t.dtype.c == "int8_t") - skipped[0],
-           "biases": sum(t.nbytes for t in params if t.dtype.c == "int32_t") - skipped[1]}
+           "biases": sum(t.nbytes for t in params if t.dtype.c in ("int32_t", "int64_t")) - skipped[1]}
     out["other"] = sum(t.nbytes for t in params) - out["weights"] - out["biases"] - sum(skipped)
     out["requantization"] = sum(c.nbytes for c in ctx.consts if c.role == "requantization")
     out["packing"] = sum(c.nbytes for c in ctx.consts) - sum(out.values())
