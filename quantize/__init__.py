@@ -22,6 +22,7 @@ from quantize.bias_fit import fit_bias
 from quantize.calibrate import observe_ranges
 from quantize.given import apply_given_consts, given_output, resolve_given, same_qparams, weights_with_int8_min
 from quantize.scheme import activation_qparams
+from toolchain.blas import one_blas_thread
 from toolchain.errors import UnsupportedModel
 from toolchain.ir import DType, Graph, QuantParams, Tensor
 from toolchain.notes import GIVEN_TENSORS
@@ -52,6 +53,12 @@ def quantize(graph: Graph, calibration: Mapping[str, np.ndarray] | None, method:
                                    f"({node.op.value}): no int8 kernel; it could not be folded into a neighbour")
     if calibration is None and given is None:
         raise ValueError("quantize needs calibration data or the model's own quantization (given)")
+    with one_blas_thread():  # calibration's float products (toolchain.blas)
+        return _quantize(graph, calibration, method, given, given_consts)
+
+
+def _quantize(graph: Graph, calibration: Mapping[str, np.ndarray] | None, method: str,
+              given: Mapping[str, QuantParams] | None, given_consts: Mapping[str, Tensor] | None) -> Graph:
     if method == "auto" and calibration is not None and given is None:
         from quantize.auto import auto_quantize  # the method search (it quantizes candidate graphs itself)
         return auto_quantize(graph, calibration)

@@ -9,18 +9,25 @@ import numpy as np
 from quantize.observers import METHODS, Observer, auto_range
 from toolchain.clip import clip_text
 from toolchain.errors import InputError
-from toolchain.interpret import interpret_each
+from toolchain.interpret import interpret_chunks
 from toolchain.ir import Graph
 from toolchain.progress import step
 
 
-def _finite_activation(graph: Graph, name: str, val: np.ndarray, sample: int) -> None:
+def _finite_activations(graph: Graph, env: Mapping[str, np.ndarray], start: int) -> None:
     """InputError when a calibration activation is NaN / inf: finite data and weights can still
-    overflow float32 in the model (a range of inf would make every scale after it meaningless)."""
-    if np.issubdtype(np.asarray(val).dtype, np.floating) and not np.isfinite(val).all():
+    overflow float32 in the model (a range of inf would make every scale after it meaningless).
+    env: tensor -> values of the samples start, start + 1, ... on axis 0; the error names the first
+    such sample, and at that sample the first tensor in env order (a one-sample-at-a-time run's)."""
+    bad = {}  # tensor -> its first non-finite sample in the chunk
+    for name, val in env.items():
+        if np.issubdtype(val.dtype, np.floating) and not graph.t(name).is_const and not np.isfinite(val).all():
+            bad[name] = int(np.argmin(np.isfinite(val).reshape(len(val), -1).all(axis=1)))
+    if bad:
+        name = min(bad, key=bad.get)  # the first sample; ties: the first tensor (dicts keep env order)
         model = clip_text(str(graph.meta.get("source", graph.name)), 200)
-        raise InputError(f"{model}: tensor {clip_text(name, 60)!r}: NaN or inf values on calibration sample {sample} "
-                         "(float32 overflow); check the data's preprocess scale, or the model's weights")
+        raise InputError(f"{model}: tensor {clip_text(name, 60)!r}: NaN or inf values on calibration sample "
+                         f"{start + bad[name]} (float32 overflow); check the data's preprocess scale, or the model's weights")
 
 
 def observe_ranges(graph: Graph, calibration: Mapping[str, np.ndarray], method: str = "mse",
@@ -47,14 +54,16 @@ def collect_observers(graph: Graph, calibration: Mapping[str, np.ndarray]) -> di
     observers: dict[str, Observer] = {}
     n = len(next(iter(calibration.values())))
     with step(f"calibrate ({n} samples)", n) as advance:
-        for i, env in interpret_each(graph, calibration, keep_all=True):  # many samples per numpy call
+        for start, env in interpret_chunks(graph, calibration, keep_all=True):  # many samples per numpy call
+            _finite_activations(graph, env, start)
             for name, val in env.items():
                 if not graph.t(name).is_const:
-                    _finite_activation(graph, name, val, i)
-                    if name not in observers:  # (setdefault would build, and drop, an Observer per call)
-                        observers[name] = Observer(seed=len(observers))
-                    observers[name].update(val)
-            advance(1)
+                    if name not in observers:  # seeds in env order, as a one-sample-at-a-time run makes them;
+                        # a graph input's range is its min/max (select_ranges): no values kept for it
+                        observers[name] = Observer(seed=len(observers), capacity=n,
+                                                   keep_values=name not in graph.inputs)
+                    observers[name].update_many(val)  # one update per sample, in sample order
+            advance(len(next(iter(env.values()))))
     return observers
 
 

@@ -70,6 +70,8 @@ def conv_f32(x: np.ndarray, w: np.ndarray, b: np.ndarray | None, win: Window, gr
     n, h, wd, cin = x.shape
     cout, kh, kw, gin = w.shape
     oh, ow = win.out_hw(h, wd)
+    if (kh, kw, *win.stride) == (1, 1, 1, 1) and win.pads == (0, 0, 0, 0) and not gin == cout // groups == 1:
+        return _pointwise_f32(x, w, b, groups)
     pt, pl, pb, pr = win.pads
     xp = np.zeros((n, pt + h + pb, pl + wd + pr, cin), np.float64)  # (np.pad is slower: calibration calls this a lot)
     xp[:, pt:pt + h, pl:pl + wd, :] = x
@@ -93,6 +95,27 @@ def conv_f32(x: np.ndarray, w: np.ndarray, b: np.ndarray | None, win: Window, gr
     if b is not None:
         y += b
     return y.astype(np.float32)
+
+
+def _pointwise_f32(x: np.ndarray, w: np.ndarray, b: np.ndarray | None, groups: int) -> np.ndarray:
+    """conv_f32 of a 1x1, stride 1, unpadded convolution, the same float32 values: one product per
+    sample and group over all its pixels ([H*W, Cin/G] x [Cin/G, Cout/G], whatever N: stacked samples
+    run the same products) instead of one per output row (4x fewer seconds on VWW's 6x6x128 layers)."""
+    n, h, wd, cin = x.shape
+    cout, gin = w.shape[0], w.shape[3]
+    gout = cout // groups
+    xs = x.reshape(n, h * wd, cin).astype(np.float64)
+    if groups == 1:
+        y = np.matmul(xs, w[:, 0, 0, :].astype(np.float64).T)
+    else:  # (each group's product into a fresh array, as BLAS writes it; then copied into its channels)
+        y = np.empty((n, h * wd, cout), np.float64)
+        for g in range(groups):
+            ws = w[g * gout:(g + 1) * gout, 0, 0, :].astype(np.float64)
+            y[..., g * gout:(g + 1) * gout] = xs[..., g * gin:(g + 1) * gin] @ ws.T
+    y += 0.0  # conv_f32 adds the product to a zero accumulator: a -0.0 product becomes 0.0
+    if b is not None:
+        y += b
+    return y.reshape(n, h, wd, cout).astype(np.float32)
 
 
 def quantize_weights(graph: Graph, name: str, axis: int) -> Graph:

@@ -165,7 +165,7 @@ def s16_args(node: Node, graph: Graph) -> list[CArg]:
 class Conv2D(OpDef):
     weight_out_axis = 0  # bias_fit: weights [Cout, ...]
     weight_zero_point = True  # per-tensor, as filter_offset (onnxruntime uint8 weights, TFLite FC)
-    stacks_samples = True  # conv_f32: the same matmul per (sample, output row) whatever N
+    stacks_samples = True  # conv_f32: the same matmul per sample (1x1) or per (sample, output row) whatever N
     # ISA variants: toolchain/isa/; 16x8 (int16 activations): portable only
     variants = (*rounding_twins(portable("conv2d")),
                 portable_s16("conv2d", args=s16_args))
