@@ -58,6 +58,7 @@ class Observer:
         self._count = 0
         self._lo: list[float] = []
         self._hi: list[float] = []
+        self._memo: dict[tuple, object] = {}  # range / heldout_error results by arguments, until an update
 
     @property
     def lo(self) -> float:
@@ -80,6 +81,7 @@ class Observer:
         """Record xs.shape[0] calibration samples of the tensor (xs[j]: one sample, any shape, float),
         exactly as that many update(xs[j]) calls in order would (same extremes, same subsample)."""
         flat = np.asarray(xs).reshape(len(xs), -1)
+        self._memo.clear()
         self._lo.extend(flat.min(axis=1).tolist())  # per row: the values of min() / max() of each sample
         self._hi.extend(flat.max(axis=1).tolist())
         if not self._keep_values:
@@ -133,15 +135,21 @@ class Observer:
         default). Raises ValueError for another method."""
         if method not in RANGE_METHODS:
             raise ValueError(f"unknown range method {method!r}; choose from {RANGE_METHODS}")
-        vals, lo, hi = self._select(samples, values=method != "minmax")
-        return {"minmax": lambda: (lo, hi), "percentile": lambda: percentile_range(vals, lo, hi),
-                "kl": lambda: kl_range(vals, lo, hi), "mse": lambda: mse_range(vals, lo, hi)}[method]()
+        key = ("range", method, None if samples is None else tuple(samples))
+        if key not in self._memo:  # (auto fits the same ranges for several candidates)
+            vals, lo, hi = self._select(samples, values=method != "minmax")
+            self._memo[key] = {"minmax": lambda: (lo, hi), "percentile": lambda: percentile_range(vals, lo, hi),
+                               "kl": lambda: kl_range(vals, lo, hi), "mse": lambda: mse_range(vals, lo, hi)}[method]()
+        return self._memo[key]
 
     def heldout_error(self, rng: tuple[float, float], samples: Sequence[int]) -> float:
         """Mean squared int8 quantization error (rounding plus clipping) of the values of `samples`
         on the grid of range `rng` (quantize.scheme's rule: 0 always inside)."""
-        vals, _, _ = self._select(samples)
-        return grid_error(vals.astype(np.float64), np.ones(vals.size), *rng) / max(vals.size, 1)
+        key = ("heldout", tuple(rng), tuple(samples))
+        if key not in self._memo:
+            vals, _, _ = self._select(samples)
+            self._memo[key] = grid_error(vals.astype(np.float64), np.ones(vals.size), *rng) / max(vals.size, 1)
+        return self._memo[key]
 
     # today's API, kept for callers and tests
     def minmax(self) -> tuple[float, float]:
@@ -203,22 +211,27 @@ def kl_range(vals: np.ndarray, lo: float, hi: float) -> tuple[float, float]:
         return lo, hi
     hist, _ = np.histogram(np.abs(vals) if signed else vals, bins=KL_BINS, range=(0.0, top))
     hist = hist.astype(np.float64)
+    # Counts are integers (exact in float64 in any order): the tail sums, the level sums and the
+    # non-empty bins per level come from cumulative sums; the rest is computed per threshold i on
+    # arrays of i bins, as the plain definition does (the same float sums, the same result).
+    cum = np.concatenate([[0.0], np.cumsum(hist)])                      # cum[k] = hist[:k].sum()
+    cum_nz = np.concatenate([[0.0], np.cumsum(hist > 0, dtype=np.float64)])
+    total = cum[-1]                                                      # = P's sum for every i
     best = (np.inf, KL_BINS)
     for i in range(levels, KL_BINS + 1, KL_STEP):
-        p = hist[:i].copy()
-        p[-1] += hist[i:].sum()
         starts = (np.arange(levels) * i) // levels
-        merged = np.add.reduceat(hist[:i], starts)
-        nonzero = (hist[:i] > 0).astype(np.float64)
-        spread = np.add.reduceat(nonzero, starts)
-        group = np.repeat(np.arange(levels), np.diff(np.append(starts, i)))
-        q = np.where(nonzero > 0, merged[group] / np.maximum(spread[group], 1), 0.0)
-        ps, qs = p.sum(), q.sum()
-        if ps <= 0 or qs <= 0:
+        ends = np.append(starts[1:], i)
+        merged, spread = cum[ends] - cum[starts], cum_nz[ends] - cum_nz[starts]  # per level
+        group = np.repeat(np.arange(levels), ends - starts)
+        q = np.where(hist[:i] > 0, (merged / np.maximum(spread, 1))[group], 0.0)
+        qs = q.sum()
+        if total <= 0 or qs <= 0:
             continue
-        pn, qn = p / ps, q / qs
-        m = pn > 0
-        kl = float(np.sum(pn[m] * np.log(pn[m] / np.maximum(qn[m], 1e-12))))
+        p = hist[:i].copy()
+        p[-1] += total - cum[i]                                          # the clipped tail into the last bin
+        m = p > 0
+        pm, qm = p[m] / total, q[m] / qs
+        kl = float(np.sum(pm * np.log(pm / np.maximum(qm, 1e-12))))
         if kl < best[0] - 1e-12:
             best = (kl, i)
     t = best[1] * top / KL_BINS

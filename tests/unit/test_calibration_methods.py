@@ -158,6 +158,68 @@ def test_bias_correction_is_deterministic():
         np.testing.assert_array_equal(a.t(n.inputs[2]).data, b.t(n.inputs[2]).data)
 
 
+def _same_graph(a, b):
+    assert a.meta.get("calibration_auto") == b.meta.get("calibration_auto")
+    for name, t in a.tensors.items():
+        assert t.dtype == b.t(name).dtype and t.quant == b.t(name).quant, name
+        if t.data is not None:
+            assert t.data.tobytes() == b.t(name).data.tobytes(), name
+
+
+def _one_at_a_time(monkeypatch):
+    """Every reference run on single samples: interpret_each, correct_bias and the held-out scoring."""
+    import quantize.bias_correct as bc
+    import toolchain.interpret as interp
+
+    monkeypatch.setattr(bc, "stack_size", lambda graph, samples: 1)
+    for f in (interp.interpret_each, interp.interpret_chunks):  # max_bytes=0, wherever they were imported
+        monkeypatch.setattr(f, "__defaults__", (*f.__defaults__[:-1], 0))
+
+
+def test_bias_correction_on_stacked_samples_is_that_of_single_samples(monkeypatch):
+    g = _dw_separable((0.0, math.inf))
+    data = _calib(g, n=11)
+    q = quantize_ranges(g, observe_ranges(g, data, "mse"))
+    stacked = correct_bias(g, q, data)
+    with monkeypatch.context() as m:
+        _one_at_a_time(m)
+        single = correct_bias(g, q, data)
+    for n in g.nodes:
+        assert stacked.t(n.inputs[2]).data.tobytes() == single.t(n.inputs[2]).data.tobytes()
+
+
+@pytest.mark.parametrize("make", [lambda: _dw_separable((0.0, math.inf)), _conv_graph])
+def test_auto_on_stacked_samples_is_auto_on_single_samples(monkeypatch, make):
+    g = make()
+    data = _calib(g, n=10)
+    stacked = quantize(g, data, "auto")
+    with monkeypatch.context() as m:
+        _one_at_a_time(m)
+        single = quantize(g, data, "auto")
+    _same_graph(stacked, single)
+
+
+def test_weighted_ops_output_their_activated_pre_activation_output():
+    """bias_correct.pre_float: a correctable op's float output is apply_act_f32 of its output without
+    the fused activation (so correct_bias computes the convolution once)."""
+    from quantize.bias_correct import correctable, pre_float
+    from toolchain.ops.common import apply_act_f32
+
+    g = _dw_separable((0.0, 6.0))
+    gb = GraphBuilder(seed=2)
+    x = gb.input("x", (1, 12))
+    fc = gb.build(gb.fc(x, 5, act=(0.0, 6.0)))
+    for graph in (g, fc):
+        data = _calib(graph, n=3)
+        env = {graph.inputs[0]: data[graph.inputs[0]][0]}
+        for node in graph.nodes:
+            ins = [graph.t(i).data if graph.t(i).is_const else env[i] for i in node.inputs]
+            out = opdef(node).reference_f32(node, graph, ins)[0]
+            if correctable(node, graph):
+                assert apply_act_f32(pre_float(node, graph, ins), node.attrs.act).tobytes() == out.tobytes()
+            env[node.outputs[0]] = out
+
+
 # ---- cross-layer equalisation -----------------------------------------------------------------
 def _dw_separable(act):
     gb = GraphBuilder(seed=9)

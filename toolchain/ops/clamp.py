@@ -26,6 +26,7 @@ class Clamp(OpDef):
         return [graph.t(node.inputs[0]).shape]
 
     stacks_samples = True  # elementwise, exact
+    stacks_samples_int8 = True
 
     def reference_f32(self, node: Node, graph: Graph, ins: list[np.ndarray]) -> list[np.ndarray]:
         return [np.clip(ins[0], node.attrs.lo, node.attrs.hi).astype(np.float32)]

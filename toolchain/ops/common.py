@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -112,7 +113,7 @@ def _pointwise_f32(x: np.ndarray, w: np.ndarray, b: np.ndarray | None, groups: i
         for g in range(groups):
             ws = w[g * gout:(g + 1) * gout, 0, 0, :].astype(np.float64)
             y[..., g * gout:(g + 1) * gout] = xs[..., g * gin:(g + 1) * gin] @ ws.T
-    y += 0.0  # conv_f32 adds the product to a zero accumulator: a -0.0 product becomes 0.0
+    y += 0.0  # as conv_f32's zero accumulator: a -0.0 sum would become 0.0 (BLAS starts from +0.0 anyway)
     if b is not None:
         y += b
     return y.reshape(n, h, wd, cout).astype(np.float32)
@@ -145,11 +146,28 @@ def quantize_bias(graph: Graph, name: str, in_scale: float, w_scale: tuple[float
 
 
 def requant_arrays(in_scale: float, w_scale: tuple[float, ...], out_scale: float) -> tuple[np.ndarray, np.ndarray]:
-    """Per-channel (multiplier, shift) int32 arrays for real = in_scale * w_scale[c] / out_scale."""
+    """Per-channel (multiplier, shift) int32 arrays for real = in_scale * w_scale[c] / out_scale.
+    Python floats (as QuantParams holds them) hit a cache, whose arrays are read-only: the
+    interpreter asks for a node's arrays on every run."""
+    if type(in_scale) is float and type(out_scale) is float and type(w_scale) is tuple \
+            and all(type(v) is float for v in w_scale):  # (numpy scalars would compute in their own type)
+        return _cached_requant_arrays(in_scale, w_scale, out_scale)
+    return _requant_arrays(in_scale, w_scale, out_scale)
+
+
+def _requant_arrays(in_scale, w_scale, out_scale) -> tuple[np.ndarray, np.ndarray]:
     from toolchain.ops.fixed_point import quantize_multiplier
 
     pairs = [quantize_multiplier(in_scale * ws / out_scale) for ws in w_scale]
     return np.array([p[0] for p in pairs], np.int32), np.array([p[1] for p in pairs], np.int32)
+
+
+@lru_cache(maxsize=4096)
+def _cached_requant_arrays(in_scale: float, w_scale: tuple[float, ...],
+                           out_scale: float) -> tuple[np.ndarray, np.ndarray]:
+    mult, shift = _requant_arrays(in_scale, w_scale, out_scale)
+    mult.flags.writeable = shift.flags.writeable = False
+    return mult, shift
 
 
 def const_qparams(data: np.ndarray) -> QuantParams:

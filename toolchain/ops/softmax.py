@@ -114,6 +114,7 @@ SOFTMAX_OUT = QuantParams.per_tensor(1.0 / 256.0, -128)  # TFLite int8 spec: fix
 @register("SOFTMAX", "Softmax")
 class Softmax(OpDef):
     stacks_samples = True  # over the last axis only, row by row
+    stacks_samples_int8 = True  # softmax_s8: fixed point, row by row
     variants = (portable("softmax"),)
 
     def infer_shapes(self, node: Node, graph: Graph) -> list[tuple[int, ...]]:
@@ -133,8 +134,8 @@ class Softmax(OpDef):
 
     def reference_s8(self, node: Node, graph: Graph, ins: list[np.ndarray]) -> list[np.ndarray]:
         p = softmax_params(graph.t(node.inputs[0]).quant.s, node.attrs.beta)
-        rows, size = self._rows(graph, node)
-        return [softmax_s8(ins[0].reshape(rows, size), p).reshape(ins[0].shape)]
+        size = graph.t(node.inputs[0]).shape[-1]  # rows: the graph's, or those of stacked samples
+        return [softmax_s8(ins[0].reshape(-1, size), p).reshape(ins[0].shape)]
 
     def kernel_args(self, node: Node, graph: Graph) -> list[CArg]:
         p = softmax_params(graph.t(node.inputs[0]).quant.s, node.attrs.beta)
