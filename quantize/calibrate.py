@@ -11,6 +11,7 @@ from toolchain.clip import clip_text
 from toolchain.errors import InputError
 from toolchain.interpret import interpret_chunks
 from toolchain.ir import Graph
+from toolchain.ops.registry import opdef
 from toolchain.progress import step
 
 
@@ -53,29 +54,38 @@ def collect_observers(graph: Graph, calibration: Mapping[str, np.ndarray]) -> di
         raise ValueError("calibration inputs must have the same, non-zero number of samples")
     observers: dict[str, Observer] = {}
     n = len(next(iter(calibration.values())))
+    extremes_only = _extremes_only(graph)
     with step(f"calibrate ({n} samples)", n) as advance:
         for start, env in interpret_chunks(graph, calibration, keep_all=True):  # many samples per numpy call
             _finite_activations(graph, env, start)
             for name, val in env.items():
                 if not graph.t(name).is_const:
                     if name not in observers:  # seeds in env order, as a one-sample-at-a-time run makes them;
-                        # a graph input's range is its min/max (select_ranges): no values kept for it
+                        # min/max only (select_ranges) for what keeps no observed range: no values kept
                         observers[name] = Observer(seed=len(observers), capacity=n,
-                                                   keep_values=name not in graph.inputs)
+                                                   keep_values=name not in extremes_only)
                     observers[name].update_many(val)  # one update per sample, in sample order
             advance(len(next(iter(env.values()))))
     return observers
+
+
+def _extremes_only(graph: Graph) -> set[str]:
+    """The tensors whose range is their min/max: the graph inputs (clipping an input helps nothing) and
+    the outputs of ops whose quantization ignores the observed range (OpDef.ignores_observed_range:
+    any range gives the same int8 graph, min/max costs nothing)."""
+    return {*graph.inputs, *(o for n in graph.nodes if opdef(n).ignores_observed_range for o in n.outputs if o)}
 
 
 def select_ranges(graph: Graph, observers: Mapping[str, Observer], method: str,
                   chosen: dict[str, str] | None = None,
                   samples: Sequence[int] | None = None) -> dict[str, tuple[float, float]]:
     """Each observed tensor's range by `method` over `samples` (indices; all by default); graph inputs
-    keep minmax; "auto" and "per-tensor" choose per tensor (observers.auto_range); `chosen` gets the
-    method used per tensor."""
+    and the outputs of ops that ignore it (_extremes_only) keep minmax; "auto" and "per-tensor" choose
+    per tensor (observers.auto_range); `chosen` gets the method used per tensor."""
     out, picks = {}, {}
+    extremes_only = _extremes_only(graph)
     for k, o in observers.items():
-        if k in graph.inputs or method == "minmax":
+        if k in extremes_only or method == "minmax":
             picks[k], out[k] = "minmax", o.range("minmax", samples)
         elif method in ("auto", "per-tensor"):
             picks[k], out[k] = auto_range(o, samples=samples)

@@ -145,12 +145,14 @@ def _job(args: argparse.Namespace) -> int:
 def _one(args: argparse.Namespace, cfg: Config, targets: list[Target], tmp: Path,
          out: Path) -> tuple[int, Callable[[], None]]:
     """One board: OUT/lib, OUT/fw and (run) the report files in OUT."""
-    from profiler.outputs import write_outputs
-    from profiler.report import print_table
     from targets import TargetError
     from toolchain.pipeline import compile_model, import_model
     from toolchain.progress import step
-    from toolchain.runner import run_and_verify, verification_data
+
+    if args.cmd == "run":  # (the runner and the report writers: not for a build)
+        from profiler.outputs import write_outputs
+        from profiler.report import print_table
+        from toolchain.runner import run_and_verify, verification_data
 
     target = targets[0]
     try:

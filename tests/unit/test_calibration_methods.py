@@ -220,6 +220,32 @@ def test_weighted_ops_output_their_activated_pre_activation_output():
             env[node.outputs[0]] = out
 
 
+def test_ops_that_ignore_the_observed_range_do():
+    """OpDef.ignores_observed_range (calibration keeps only the extremes of those outputs): any range
+    for those tensors gives the same int8 graph."""
+    from quantize.calibrate import _extremes_only
+    from toolchain.ops.pad import PadAttrs
+    from toolchain.ops.registry import OpKind
+
+    gb = GraphBuilder(seed=4)
+    x = gb.input("x", (1, 6, 6, 3))
+    y = gb.conv(x, 4, 3, pads=(1, 1, 1, 1))
+    y = gb.node(OpKind.PAD, [y], PadAttrs(((0, 0), (1, 1), (0, 1), (0, 0))))
+    y = gb.clamp(gb.avgpool(gb.maxpool(y, 2, 1), 2, 1), -1.0, 2.0)
+    y = gb.reshape(gb.transpose(y, (0, 3, 1, 2)), (1, 4 * 6 * 5))
+    g = gb.build(gb.softmax(gb.fc(y, 3)))
+    flagged = {o for n in g.nodes if opdef(n).ignores_observed_range for o in n.outputs}
+    assert {n.op.value for n in g.nodes if opdef(n).ignores_observed_range} == {
+        "Pad", "MaxPool2D", "AveragePool2D", "Clamp", "Transpose", "Reshape", "Softmax"}
+    assert _extremes_only(g) == {"x", *flagged}
+    data = _calib(g, n=6)
+    ranges = observe_ranges(g, data, "mse")
+    rng = np.random.default_rng(5)
+    other = {k: ((-float(rng.uniform(0, 9)), float(rng.uniform(0, 9))) if k in flagged else r)
+             for k, r in ranges.items()}
+    _same_graph(quantize_ranges(g, ranges), quantize_ranges(g, other))
+
+
 # ---- cross-layer equalisation -----------------------------------------------------------------
 def _dw_separable(act):
     gb = GraphBuilder(seed=9)

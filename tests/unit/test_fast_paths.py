@@ -245,3 +245,22 @@ def test_one_blas_thread_restores_the_thread_count():
         assert get() == 1
     assert get() == 2
     put(before)
+
+
+def test_template_cache_renders_what_a_fresh_compile_renders():
+    from jinja2 import Environment
+
+    from toolchain.codegen.emit import TEMPLATE_DIR, template_cache, template_env
+
+    env = template_env()
+    if env.bytecode_cache is None:
+        pytest.skip("no temporary folder for Jinja's cache here")
+    assert template_cache(Environment(trim_blocks=True)).pattern != template_cache(Environment()).pattern
+    fresh = Environment(loader=env.loader, undefined=env.undefined, trim_blocks=True, lstrip_blocks=True,
+                        keep_trailing_newline=True, autoescape=False)
+    fresh.filters.update(env.filters)
+    for path in sorted((TEMPLATE_DIR / "kernels" / "portable").glob("*.c.j2"))[:6]:
+        name = f"kernels/portable/{path.name}"
+        for _ in range(2):  # compiled (or read from the cache), then read back from the cache
+            assert env.get_template(name).render() == fresh.get_template(name).render()
+            env.cache.clear()  # Jinja's in-memory cache: the next get_template reads the bytecode cache

@@ -33,6 +33,7 @@ def pad_value_s8(node: Node, graph: Graph) -> int:
 @register("PAD", "Pad")
 class Pad(OpDef):
     variants = (portable("pad"),)
+    ignores_observed_range = True  # output_qparams: the input's
 
     def infer_shapes(self, node: Node, graph: Graph) -> list[tuple[int, ...]]:
         shape = graph.t(node.inputs[0]).shape

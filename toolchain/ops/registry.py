@@ -207,6 +207,9 @@ class OpDef:
     stacks_samples: ClassVar[bool] = False
     # the same for reference_s8 on int8 activations (integer arithmetic: exact whatever the rows)
     stacks_samples_int8: ClassVar[bool] = False
+    # output_qparams returns one quantization whatever range calibration observed (the input's, or a
+    # fixed one): calibration keeps only the extremes of the output (quantize.calibrate)
+    ignores_observed_range: ClassVar[bool] = False
 
     def infer_shapes(self, node: Node, graph: Graph) -> list[tuple[int, ...]]:
         """Output shapes from input shapes and attrs."""

@@ -115,6 +115,7 @@ SOFTMAX_OUT = QuantParams.per_tensor(1.0 / 256.0, -128)  # TFLite int8 spec: fix
 class Softmax(OpDef):
     stacks_samples = True  # over the last axis only, row by row
     stacks_samples_int8 = True  # softmax_s8: fixed point, row by row
+    ignores_observed_range = True  # output_qparams: SOFTMAX_OUT
     variants = (portable("softmax"),)
 
     def infer_shapes(self, node: Node, graph: Graph) -> list[tuple[int, ...]]:
