@@ -15,20 +15,36 @@ from toolchain.ops.registry import opdef
 from toolchain.progress import step
 
 
-def _finite_activations(graph: Graph, env: Mapping[str, np.ndarray], start: int) -> None:
+def _extremes(env: Mapping[str, np.ndarray], graph: Graph) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Per activation of `env` (samples on axis 0): each sample's minimum and maximum."""
+    out = {}
+    for name, val in env.items():
+        if not graph.t(name).is_const:
+            flat = val.reshape(len(val), -1)
+            out[name] = flat.min(axis=1), flat.max(axis=1)
+    return out
+
+
+def _finite_activations(graph: Graph, env: Mapping[str, np.ndarray], start: int,
+                        extremes: Mapping[str, tuple[np.ndarray, np.ndarray]]) -> None:
     """InputError when a calibration activation is NaN / inf: finite data and weights can still
     overflow float32 in the model (a range of inf would make every scale after it meaningless).
-    env: tensor -> values of the samples start, start + 1, ... on axis 0; the error names the first
-    such sample, and at that sample the first tensor in env order (a one-sample-at-a-time run's)."""
+    env: tensor -> values of the samples start, start + 1, ... on axis 0, `extremes` their per-sample
+    minima and maxima (finite both exactly when every value is: min / max propagate NaN); the error
+    names the first such sample, and at that sample the first tensor in env order (a
+    one-sample-at-a-time run's)."""
     bad = {}  # tensor -> its first non-finite sample in the chunk
-    for name, val in env.items():
-        if np.issubdtype(val.dtype, np.floating) and not graph.t(name).is_const and not np.isfinite(val).all():
-            bad[name] = int(np.argmin(np.isfinite(val).reshape(len(val), -1).all(axis=1)))
+    for name, (lo, hi) in extremes.items():
+        if np.issubdtype(env[name].dtype, np.floating):
+            finite = np.isfinite(lo) & np.isfinite(hi)
+            if not finite.all():
+                bad[name] = int(np.argmin(finite))
     if bad:
         name = min(bad, key=bad.get)  # the first sample; ties: the first tensor (dicts keep env order)
         model = clip_text(str(graph.meta.get("source", graph.name)), 200)
         raise InputError(f"{model}: tensor {clip_text(name, 60)!r}: NaN or inf values on calibration sample "
-                         f"{start + bad[name]} (float32 overflow); check the data's preprocess scale, or the model's weights")
+                         f"{start + bad[name]} (float32 overflow); check the data's preprocess scale, or the "
+                         "model's weights")
 
 
 def observe_ranges(graph: Graph, calibration: Mapping[str, np.ndarray], method: str = "mse",
@@ -57,14 +73,13 @@ def collect_observers(graph: Graph, calibration: Mapping[str, np.ndarray]) -> di
     extremes_only = _extremes_only(graph)
     with step(f"calibrate ({n} samples)", n) as advance:
         for start, env in interpret_chunks(graph, calibration, keep_all=True):  # many samples per numpy call
-            _finite_activations(graph, env, start)
-            for name, val in env.items():
-                if not graph.t(name).is_const:
-                    if name not in observers:  # seeds in env order, as a one-sample-at-a-time run makes them;
-                        # min/max only (select_ranges) for what keeps no observed range: no values kept
-                        observers[name] = Observer(seed=len(observers), capacity=n,
-                                                   keep_values=name not in extremes_only)
-                    observers[name].update_many(val)  # one update per sample, in sample order
+            extremes = _extremes(env, graph)
+            _finite_activations(graph, env, start, extremes)
+            for name, ext in extremes.items():
+                if name not in observers:  # seeds in env order, as a one-sample-at-a-time run makes them;
+                    # min/max only (select_ranges) for what keeps no observed range: no values kept
+                    observers[name] = Observer(seed=len(observers), capacity=n, keep_values=name not in extremes_only)
+                observers[name].update_many(env[name], ext)  # one update per sample, in sample order
             advance(len(next(iter(env.values()))))
     return observers
 

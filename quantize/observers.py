@@ -77,13 +77,15 @@ class Observer:
         """Record one calibration sample of the tensor (any shape, float)."""
         self.update_many(np.asarray(x).reshape(1, -1))
 
-    def update_many(self, xs: np.ndarray) -> None:
+    def update_many(self, xs: np.ndarray, extremes: tuple[np.ndarray, np.ndarray] | None = None) -> None:
         """Record xs.shape[0] calibration samples of the tensor (xs[j]: one sample, any shape, float),
-        exactly as that many update(xs[j]) calls in order would (same extremes, same subsample)."""
+        exactly as that many update(xs[j]) calls in order would (same extremes, same subsample).
+        extremes: each sample's (minimum, maximum) when the caller has them already."""
         flat = np.asarray(xs).reshape(len(xs), -1)
         self._memo.clear()
-        self._lo.extend(flat.min(axis=1).tolist())  # per row: the values of min() / max() of each sample
-        self._hi.extend(flat.max(axis=1).tolist())
+        lo, hi = extremes if extremes is not None else (flat.min(axis=1), flat.max(axis=1))
+        self._lo.extend(np.asarray(lo).tolist())  # per row: the values of min() / max() of each sample
+        self._hi.extend(np.asarray(hi).tolist())
         if not self._keep_values:
             self._count += len(flat)
             return

@@ -220,6 +220,22 @@ def test_weighted_ops_output_their_activated_pre_activation_output():
             env[node.outputs[0]] = out
 
 
+def test_a_non_finite_activation_names_the_first_sample_then_the_first_tensor():
+    gb = GraphBuilder(seed=1)
+    x = gb.input("x", (1, 1, 1, 4))
+    g = gb.build(gb.conv(x, 3, 1, w=np.full((3, 1, 1, 4), 1e20, np.float32)))
+    data = {"x": np.ones((5, 1, 1, 1, 4), np.float32)}
+    data["x"][3] = np.inf             # the input itself at sample 3
+    data["x"][1] = 1e30               # finite input, the FC overflows float32 at sample 1
+    out = g.outputs[0]
+    with np.errstate(over="ignore", invalid="ignore"):  # (import_model silences numpy the same way)
+        with pytest.raises(InputError, match=rf"tensor '{out}': NaN or inf values on calibration sample 1 "):
+            collect_observers(g, data)    # (the samples run stacked, one chunk of 5: 1e30 * 1e20 overflows)
+        data["x"][1] = 1.0
+        with pytest.raises(InputError, match=r"tensor 'x': NaN or inf values on calibration sample 3 "):
+            collect_observers(g, data)    # sample 3: the input, first in order, though the conv is inf there too
+
+
 def test_ops_that_ignore_the_observed_range_do():
     """OpDef.ignores_observed_range (calibration keeps only the extremes of those outputs): any range
     for those tensors gives the same int8 graph."""
