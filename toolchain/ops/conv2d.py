@@ -38,9 +38,12 @@ def im2col_s8_offset(x: np.ndarray, kernel: tuple[int, int], *, stride, pad, dil
     xp = padded_offset(x, kernel, stride=stride, pad=pad, dilation=dilation, out_hw=out_hw,
                        input_offset=input_offset, dtype=dtype)
     (kh, kw), (sh, sw), (dh, dw), (oh, ow) = kernel, stride, dilation, out_hw
-    rows = (np.arange(oh) * sh)[:, None] + (np.arange(kh) * dh)[None, :]   # [OH, KH] padded coords
-    cols = (np.arange(ow) * sw)[:, None] + (np.arange(kw) * dw)[None, :]   # [OW, KW]
-    return xp[:, rows[:, None, :, None], cols[None, :, None, :], :]        # [N, OH, OW, KH, KW, C]
+    out = np.empty((x.shape[0], oh, ow, kh, kw, x.shape[3]), dtype)     # C-contiguous: reshapes are views
+    for ky in range(kh):  # window (oy, ox) tap (ky, kx) reads padded row oy*sh + ky*dh, column ox*sw + kx*dw
+        for kx in range(kw):
+            out[:, :, :, ky, kx, :] = xp[:, ky * dh: ky * dh + (oh - 1) * sh + 1: sh,
+                                         kx * dw: kx * dw + (ow - 1) * sw + 1: sw, :]
+    return out
 
 
 def padded_offset(x: np.ndarray, kernel: tuple[int, int], *, stride, pad, dilation, out_hw, input_offset: int,
