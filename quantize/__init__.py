@@ -30,6 +30,7 @@ from quantize.precision import (META as PRECISION_META, PRECISIONS, Int16Unfit, 
                                 exact_on_grid, int16_inputs, int16_qparams, make_bias64, precision_meta, ranges_for,
                                 with_boundaries)
 from quantize.scheme import activation_qparams
+from toolchain.blas import one_blas_thread
 from toolchain.errors import UnsupportedModel
 from toolchain.ir import DType, Graph, QuantParams, Tensor
 from toolchain.notes import GIVEN_TENSORS, KEPT_INT8, NOTES_KEY
@@ -67,6 +68,14 @@ def quantize(graph: Graph, calibration: Mapping[str, np.ndarray] | None, method:
                                    f"({node.op.value}): no int8 kernel; it could not be folded into a neighbour")
     if calibration is None and given is None:
         raise ValueError("quantize needs calibration data or the model's own quantization (given)")
+    with one_blas_thread():  # calibration's float products (toolchain.blas)
+        return _quantize(graph, calibration, method, given, given_consts, precision, search)
+
+
+def _quantize(graph: Graph, calibration: Mapping[str, np.ndarray] | None, method: str,
+              given: Mapping[str, QuantParams] | None, given_consts: Mapping[str, Tensor] | None,
+              precision: str, search: Any) -> Graph:
+    where = graph.meta.get("source", graph.name)
     if precision not in PRECISIONS:
         raise ValueError(f"unknown precision {precision!r}; choose from {PRECISIONS}")
     if precision != "int8" and (calibration is None or given is not None):

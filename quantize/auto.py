@@ -31,8 +31,9 @@ from quantize.observers import METHODS
 from quantize.precision import int16_ops, with_boundaries
 from quantize.equalize import equalizable_pairs, equalize
 from toolchain.data import quantize_inputs
-from toolchain.interpret import interpret
+from toolchain.interpret import interpret_each
 from toolchain.ir import DType, Graph
+from toolchain.ops.fixed_point import graph_rounding
 from toolchain.progress import step
 
 # Stage 1's range rules. minmax, percentile and kl are not searched: fitted on half the calibration data
@@ -110,13 +111,21 @@ def build(graph: Graph, observers, calibration: Mapping[str, np.ndarray], recipe
 
 
 def heldout_error(qgraph: Graph, calibration: Mapping[str, np.ndarray], floats: list[dict[str, np.ndarray]],
-                  held: Sequence[int]) -> float:
+                  held: Sequence[int], inputs_cache: dict | None = None) -> float:
     """Mean over the `held` samples of sum over outputs of ||deq(int8 output) - float output||^2 /
-    ||float output||^2: per sample, so that one sample with a large output cannot outweigh the rest."""
-    data_q = quantize_inputs(_subset(calibration, held), qgraph)
+    ||float output||^2: per sample, so that one sample with a large output cannot outweigh the rest.
+    inputs_cache: the quantized inputs by (samples, input quantization, rounding), kept across calls
+    (candidates fitted on the same samples give the inputs the same quantization)."""
+    key = (tuple(held), tuple((k, qgraph.t(k).dtype, qgraph.t(k).quant) for k in qgraph.inputs), graph_rounding(qgraph))
+    if inputs_cache is not None and key in inputs_cache:
+        data_q = inputs_cache[key]
+    else:
+        data_q = quantize_inputs(_subset(calibration, held), qgraph)
+        if inputs_cache is not None:
+            inputs_cache[key] = data_q
     total = 0.0
-    for j, s in enumerate(held):
-        outs = interpret(qgraph, {k: v[j] for k, v in data_q.items()})
+    for j, outs in interpret_each(qgraph, data_q):  # samples stacked where the int8 graph allows
+        s = held[j]
         for o in qgraph.outputs:
             t, f = qgraph.t(o), floats[s][o].astype(np.float64)
             y = t.quant.dequantize(outs[o]) if t.quant is not None else outs[o]
@@ -180,15 +189,16 @@ def _search(graph: Graph, calibration: Mapping[str, np.ndarray], n: int) -> Cali
     best = Recipe()
     if n >= 4:
         halves = (list(range(0, n, 2)), list(range(1, n, 2)))
-        floats = [interpret(graph, {k: v[i] for k, v in calibration.items()}) for i in range(n)]
+        floats = [outs for _, outs in interpret_each(graph, calibration)]
+        inputs_cache: dict = {}
 
         def score(r: Recipe) -> float:
             if r.equalize not in graphs:
                 graphs[True] = equalize(graph)
                 observers[True] = collect_observers(graphs[True], calibration)
             g, obs = graphs[r.equalize], observers[r.equalize]
-            scores[r.label()] = sum(heldout_error(build(g, obs, calibration, r, part), calibration, floats, held)
-                                    for part, held in (halves, halves[::-1]))
+            scores[r.label()] = sum(heldout_error(build(g, obs, calibration, r, fit), calibration, floats, held,
+                                                  inputs_cache) for fit, held in (halves, halves[::-1]))
             return scores[r.label()]
 
         stages = [[Recipe(rule) for rule in RULES]]

@@ -43,13 +43,22 @@ METHODS = (*RANGE_METHODS, "auto")
 
 class Observer:
     """Accumulates per calibration sample the exact min/max and a deterministic subsample of one
-    tensor's values, so a range can be fitted on any subset of the samples (auto's halves)."""
+    tensor's values, so a range can be fitted on any subset of the samples (auto's halves).
 
-    def __init__(self, seed: int) -> None:
+    Samples of one size (calibration: every sample of a tensor) are kept as the rows of one float32
+    [samples, values] buffer, so all samples' values are a view of it, not a copy (`capacity`: the
+    samples expected, allocated at once); samples of varying sizes as one array each."""
+
+    def __init__(self, seed: int, capacity: int = 0, keep_values: bool = True) -> None:
         self._rng = np.random.default_rng(seed)
-        self._parts: list[np.ndarray] = []
+        self._capacity = capacity
+        self._keep_values = keep_values  # False: extremes only (a graph input's range is always minmax)
+        self._buf: np.ndarray | None = None  # [capacity, values] float32, rows [:_count] filled
+        self._rows: list[np.ndarray] | None = None  # one array per sample once sizes vary
+        self._count = 0
         self._lo: list[float] = []
         self._hi: list[float] = []
+        self._memo: dict[tuple, object] = {}  # range / heldout_error results by arguments, until an update
 
     @property
     def lo(self) -> float:
@@ -59,34 +68,90 @@ class Observer:
     def hi(self) -> float:
         return max(self._hi, default=-np.inf)
 
+    @property
+    def samples(self) -> int:
+        """How many samples were recorded (update calls, plus the rows of update_many calls)."""
+        return self._count
+
     def update(self, x: np.ndarray) -> None:
         """Record one calibration sample of the tensor (any shape, float)."""
-        flat = np.asarray(x).ravel()
-        self._lo.append(float(flat.min()))
-        self._hi.append(float(flat.max()))
-        if flat.size > SAMPLE_PER_TENSOR:
-            flat = flat[self._rng.choice(flat.size, SAMPLE_PER_TENSOR, replace=False)]
-        self._parts.append(flat.astype(np.float32))
+        self.update_many(np.asarray(x).reshape(1, -1))
 
-    def _select(self, samples: Sequence[int] | None) -> tuple[np.ndarray, float, float]:
-        idx = range(len(self._parts)) if samples is None else samples
-        return (np.concatenate([self._parts[i] for i in idx]), min(self._lo[i] for i in idx),
-                max(self._hi[i] for i in idx))
+    def update_many(self, xs: np.ndarray, extremes: tuple[np.ndarray, np.ndarray] | None = None) -> None:
+        """Record xs.shape[0] calibration samples of the tensor (xs[j]: one sample, any shape, float),
+        exactly as that many update(xs[j]) calls in order would (same extremes, same subsample).
+        extremes: each sample's (minimum, maximum) when the caller has them already."""
+        flat = np.asarray(xs).reshape(len(xs), -1)
+        self._memo.clear()
+        lo, hi = extremes if extremes is not None else (flat.min(axis=1), flat.max(axis=1))
+        self._lo.extend(np.asarray(lo).tolist())  # per row: the values of min() / max() of each sample
+        self._hi.extend(np.asarray(hi).tolist())
+        if not self._keep_values:
+            self._count += len(flat)
+            return
+        if flat.shape[1] <= SAMPLE_PER_TENSOR:
+            self._reserve(*flat.shape)[...] = flat
+            return
+        rows = self._reserve(len(flat), SAMPLE_PER_TENSOR)
+        for row, kept in zip(flat, rows):  # one draw per sample, in sample order (the seeded stream)
+            kept[...] = row[self._rng.choice(row.size, SAMPLE_PER_TENSOR, replace=False)]
+
+    def _reserve(self, b: int, width: int) -> np.ndarray:
+        """The float32 [b, width] rows of the next b samples, to be filled by the caller."""
+        start, self._count = self._count, self._count + b
+        if self._rows is None and (self._buf is None or self._buf.shape[1] == width):
+            if self._buf is None or self._count > len(self._buf):
+                grown = np.empty((max(self._count, self._capacity, 2 * start), width), np.float32)
+                if self._buf is not None:
+                    grown[:start] = self._buf[:start]
+                self._buf = grown
+            return self._buf[start:self._count]
+        if self._rows is None:  # another size than the samples before: one array per sample from now on
+            self._rows = list(self._buf[:start]) if self._buf is not None else []
+            self._buf = None
+        rows = np.empty((b, width), np.float32)
+        self._rows.extend(rows)
+        return rows
+
+    def values(self, samples: Sequence[int] | None = None) -> np.ndarray:
+        """The kept float32 values of `samples` (indices of the recorded samples; all by default), in
+        sample order: a read-only view for all samples of one size, a copy otherwise. ValueError for an
+        Observer made with keep_values=False."""
+        if not self._keep_values:
+            raise ValueError("this observer keeps the extremes of its tensor only (keep_values=False)")
+        if self._rows is not None or self._buf is None:
+            idx = range(self._count) if samples is None else samples
+            return np.concatenate([(self._rows or [])[i] for i in idx])
+        if samples is None:
+            out = self._buf[:self._count].reshape(-1)
+            out.flags.writeable = False
+            return out
+        return self._buf[np.asarray(list(samples), np.intp)].reshape(-1)
+
+    def _select(self, samples: Sequence[int] | None, values: bool = True) -> tuple[np.ndarray | None, float, float]:
+        idx = range(self._count) if samples is None else samples
+        return (self.values(samples) if values else None), min(self._lo[i] for i in idx), max(self._hi[i] for i in idx)
 
     def range(self, method: str, samples: Sequence[int] | None = None) -> tuple[float, float]:
         """(lo, hi) by `method` (one of RANGE_METHODS) over `samples` (indices of update calls; all by
         default). Raises ValueError for another method."""
         if method not in RANGE_METHODS:
             raise ValueError(f"unknown range method {method!r}; choose from {RANGE_METHODS}")
-        vals, lo, hi = self._select(samples)
-        return {"minmax": lambda: (lo, hi), "percentile": lambda: percentile_range(vals, lo, hi),
-                "kl": lambda: kl_range(vals, lo, hi), "mse": lambda: mse_range(vals, lo, hi)}[method]()
+        key = ("range", method, None if samples is None else tuple(samples))
+        if key not in self._memo:  # (auto fits the same ranges for several candidates)
+            vals, lo, hi = self._select(samples, values=method != "minmax")
+            self._memo[key] = {"minmax": lambda: (lo, hi), "percentile": lambda: percentile_range(vals, lo, hi),
+                               "kl": lambda: kl_range(vals, lo, hi), "mse": lambda: mse_range(vals, lo, hi)}[method]()
+        return self._memo[key]
 
     def heldout_error(self, rng: tuple[float, float], samples: Sequence[int]) -> float:
         """Mean squared int8 quantization error (rounding plus clipping) of the values of `samples`
         on the grid of range `rng` (quantize.scheme's rule: 0 always inside)."""
-        vals, _, _ = self._select(samples)
-        return grid_error(vals.astype(np.float64), np.ones(vals.size), *rng) / max(vals.size, 1)
+        key = ("heldout", tuple(rng), tuple(samples))
+        if key not in self._memo:
+            vals, _, _ = self._select(samples)
+            self._memo[key] = grid_error(vals.astype(np.float64), np.ones(vals.size), *rng) / max(vals.size, 1)
+        return self._memo[key]
 
     # today's API, kept for callers and tests
     def minmax(self) -> tuple[float, float]:
@@ -148,22 +213,27 @@ def kl_range(vals: np.ndarray, lo: float, hi: float) -> tuple[float, float]:
         return lo, hi
     hist, _ = np.histogram(np.abs(vals) if signed else vals, bins=KL_BINS, range=(0.0, top))
     hist = hist.astype(np.float64)
+    # Counts are integers (exact in float64 in any order): the tail sums, the level sums and the
+    # non-empty bins per level come from cumulative sums; the rest is computed per threshold i on
+    # arrays of i bins, as the plain definition does (the same float sums, the same result).
+    cum = np.concatenate([[0.0], np.cumsum(hist)])                      # cum[k] = hist[:k].sum()
+    cum_nz = np.concatenate([[0.0], np.cumsum(hist > 0, dtype=np.float64)])
+    total = cum[-1]                                                      # = P's sum for every i
     best = (np.inf, KL_BINS)
     for i in range(levels, KL_BINS + 1, KL_STEP):
-        p = hist[:i].copy()
-        p[-1] += hist[i:].sum()
         starts = (np.arange(levels) * i) // levels
-        merged = np.add.reduceat(hist[:i], starts)
-        nonzero = (hist[:i] > 0).astype(np.float64)
-        spread = np.add.reduceat(nonzero, starts)
-        group = np.repeat(np.arange(levels), np.diff(np.append(starts, i)))
-        q = np.where(nonzero > 0, merged[group] / np.maximum(spread[group], 1), 0.0)
-        ps, qs = p.sum(), q.sum()
-        if ps <= 0 or qs <= 0:
+        ends = np.append(starts[1:], i)
+        merged, spread = cum[ends] - cum[starts], cum_nz[ends] - cum_nz[starts]  # per level
+        group = np.repeat(np.arange(levels), ends - starts)
+        q = np.where(hist[:i] > 0, (merged / np.maximum(spread, 1))[group], 0.0)
+        qs = q.sum()
+        if total <= 0 or qs <= 0:
             continue
-        pn, qn = p / ps, q / qs
-        m = pn > 0
-        kl = float(np.sum(pn[m] * np.log(pn[m] / np.maximum(qn[m], 1e-12))))
+        p = hist[:i].copy()
+        p[-1] += total - cum[i]                                          # the clipped tail into the last bin
+        m = p > 0
+        pm, qm = p[m] / total, q[m] / qs
+        kl = float(np.sum(pm * np.log(pm / np.maximum(qm, 1e-12))))
         if kl < best[0] - 1e-12:
             best = (kl, i)
     t = best[1] * top / KL_BINS
@@ -175,7 +245,7 @@ def auto_range(obs: Observer, methods: Sequence[str] = RANGE_METHODS,
     """(chosen method, its range over `samples`, all by default): the method whose range fitted on
     one half of those samples (even / odd positions) has the least quantization MSE on the other
     half, summed over both directions. Fewer than 2 samples: mse. Ties go to the earlier method."""
-    idx = list(range(len(obs._parts))) if samples is None else list(samples)
+    idx = list(range(obs.samples)) if samples is None else list(samples)
     if len(idx) < 2:
         return "mse", obs.range("mse", samples)
     halves = (idx[0::2], idx[1::2])

@@ -159,12 +159,14 @@ def _job(args: argparse.Namespace) -> int:
 def _one(args: argparse.Namespace, cfg: Config, targets: list[Target], tmp: Path,
          out: Path) -> tuple[int, Callable[[], None]]:
     """One board: OUT/lib, OUT/fw and (run) the report files in OUT."""
-    from profiler.outputs import write_outputs
-    from profiler.report import print_table
     from targets import TargetError
     from toolchain.pipeline import compile_model, import_model
     from toolchain.progress import step
-    from toolchain.runner import run_and_verify, verification_data
+
+    if args.cmd == "run":  # (the runner and the report writers: not for a build)
+        from profiler.outputs import write_outputs
+        from profiler.report import print_table
+        from toolchain.runner import run_and_verify, verification_data
 
     target = targets[0]
     try:
@@ -336,8 +338,18 @@ def debugging() -> bool:
     return os.environ.get("EDGECC_DEBUG", "") not in ("", "0")
 
 
+# numpy's runtime knobs, read when numpy is first imported (the pipeline imports it lazily, after this):
+# one BLAS thread (toolchain.blas: a multi-threaded OpenBLAS spins for a busy core; results do not
+# change), and no transparent huge pages for numpy's arrays of 4 MiB and more (the kernel compacts
+# memory to fault them in: 0.3-0.5 s more system time in a float VWW build on the 2-core bench
+# machine). A value set by the user wins.
+NUMPY_ENV = {"OPENBLAS_NUM_THREADS": "1", "NUMPY_MADVISE_HUGEPAGE": "0"}
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the `edgecc` console script; returns the exit status."""
+    for var, value in NUMPY_ENV.items():
+        os.environ.setdefault(var, value)
     args = _parser().parse_args(argv)
     signals.install()  # SIGTERM/SIGHUP unwind like Ctrl-C (temp folder removed, QEMU killed)
     if not debugging():  # library warnings (numpy, onnx) are not edgecc's messages: one line per error stays one

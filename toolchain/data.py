@@ -107,7 +107,7 @@ def _preprocess(arr: np.ndarray, shape: tuple[int, ...], pre: Preprocess, where:
     if arr.size == 0:
         raise InputError(f"{where}: no samples in the data")
     x = arr.astype(np.float32)
-    if not np.isfinite(x).all():
+    if arr.dtype.kind == "f" and not np.isfinite(x).all():  # (integers are finite in float32: no check)
         raise InputError(f"{where}: the data contains NaN or inf values")
     rank = len(shape)
     batch1 = rank > 0 and shape[0] == 1  # data may omit the model's batch axis of 1

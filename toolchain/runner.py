@@ -33,7 +33,7 @@ from toolchain.config import Config
 from toolchain.data import SATURATION_LIMIT, input_saturation, load_data, quantize_inputs
 from toolchain.errors import InputError
 from toolchain.frontend.onnx_qdq_ort import lsb_agreement, run_onnxruntime
-from toolchain.interpret import interpret
+from toolchain.interpret import interpret_each
 from toolchain.io_dtypes import from_model_dtype, io_dtype, quantized_dtype
 from toolchain.io_layout import from_file_layout, to_file_layout
 from toolchain.ir import DType, Graph
@@ -83,7 +83,7 @@ def _float_reference(build: Build, data: dict[str, np.ndarray], data_s8: dict[st
     if g.meta.get("format") == "onnx-qdq":
         return run_onnxruntime(build.config.model, build.graph_s8, data, data_s8)
     if g.meta.get("dequantized"):
-        runs = [interpret(g, {k: v[i] for k, v in data.items()}) for i in range(len(next(iter(data.values()))))]
+        runs = [env for _, env in interpret_each(g, data)]  # (stacked where the graph allows: the same values)
         return [np.stack([r[o] for r in runs]) for o in g.outputs]
     model = build.config.model
     import onnxruntime as ort
@@ -303,7 +303,10 @@ def run_and_verify(build: Build, data: dict[str, np.ndarray] | None = None) -> O
         pending = pool.submit(run_firmware, target, build.firmware.elf, cwd=build.fw_dir, timeout_s=timeout,
                               marks=MARK_SYMBOLS, classes=target.cycle_costs is not None,
                               regions=[(r.address, r.end) for r in slow])
-        runs = [interpret(g, {k: v[i] for k, v in q.items()}, keep_all=i < MAX_SAMPLES) for i in range(samples)]
+        # every sample's int8 values, several samples per numpy call where the graph allows (the same values);
+        # the first MAX_SAMPLES keep every tensor for the per-op numerics
+        runs = [env if i < MAX_SAMPLES else {o: env[o] for o in g.outputs}
+                for i, env in interpret_each(g, {k: v[:samples] for k, v in q.items()}, keep_all=True)]
         expected = [np.stack([r[o] for r in runs]) for o in g.outputs]
         numerics = op_numerics(build.graph_f32, g, data, q, int8_envs=runs[:MAX_SAMPLES],  # per-op error vs float
                                anchors=_ort_anchors(build, data, q, min(samples, MAX_SAMPLES)))

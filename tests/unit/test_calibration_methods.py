@@ -158,6 +158,110 @@ def test_bias_correction_is_deterministic():
         np.testing.assert_array_equal(a.t(n.inputs[2]).data, b.t(n.inputs[2]).data)
 
 
+def _same_graph(a, b):
+    assert a.meta.get("calibration_auto") == b.meta.get("calibration_auto")
+    for name, t in a.tensors.items():
+        assert t.dtype == b.t(name).dtype and t.quant == b.t(name).quant, name
+        if t.data is not None:
+            assert t.data.tobytes() == b.t(name).data.tobytes(), name
+
+
+def _one_at_a_time(monkeypatch):
+    """Every reference run on single samples: interpret_each, correct_bias and the held-out scoring."""
+    import quantize.bias_correct as bc
+    import toolchain.interpret as interp
+
+    monkeypatch.setattr(bc, "stack_size", lambda graph, samples: 1)
+    for f in (interp.interpret_each, interp.interpret_chunks):  # max_bytes=0, wherever they were imported
+        monkeypatch.setattr(f, "__defaults__", (*f.__defaults__[:-1], 0))
+
+
+def test_bias_correction_on_stacked_samples_is_that_of_single_samples(monkeypatch):
+    g = _dw_separable((0.0, math.inf))
+    data = _calib(g, n=11)
+    q = quantize_ranges(g, observe_ranges(g, data, "mse"))
+    stacked = correct_bias(g, q, data)
+    with monkeypatch.context() as m:
+        _one_at_a_time(m)
+        single = correct_bias(g, q, data)
+    for n in g.nodes:
+        assert stacked.t(n.inputs[2]).data.tobytes() == single.t(n.inputs[2]).data.tobytes()
+
+
+@pytest.mark.parametrize("make", [lambda: _dw_separable((0.0, math.inf)), _conv_graph])
+def test_auto_on_stacked_samples_is_auto_on_single_samples(monkeypatch, make):
+    g = make()
+    data = _calib(g, n=10)
+    stacked = quantize(g, data, "auto")
+    with monkeypatch.context() as m:
+        _one_at_a_time(m)
+        single = quantize(g, data, "auto")
+    _same_graph(stacked, single)
+
+
+def test_weighted_ops_output_their_activated_pre_activation_output():
+    """bias_correct.pre_float: a correctable op's float output is apply_act_f32 of its output without
+    the fused activation (so correct_bias computes the convolution once)."""
+    from quantize.bias_correct import correctable, pre_float
+    from toolchain.ops.common import apply_act_f32
+
+    g = _dw_separable((0.0, 6.0))
+    gb = GraphBuilder(seed=2)
+    x = gb.input("x", (1, 12))
+    fc = gb.build(gb.fc(x, 5, act=(0.0, 6.0)))
+    for graph in (g, fc):
+        data = _calib(graph, n=3)
+        env = {graph.inputs[0]: data[graph.inputs[0]][0]}
+        for node in graph.nodes:
+            ins = [graph.t(i).data if graph.t(i).is_const else env[i] for i in node.inputs]
+            out = opdef(node).reference_f32(node, graph, ins)[0]
+            if correctable(node, graph):
+                assert apply_act_f32(pre_float(node, graph, ins), node.attrs.act).tobytes() == out.tobytes()
+            env[node.outputs[0]] = out
+
+
+def test_a_non_finite_activation_names_the_first_sample_then_the_first_tensor():
+    gb = GraphBuilder(seed=1)
+    x = gb.input("x", (1, 1, 1, 4))
+    g = gb.build(gb.conv(x, 3, 1, w=np.full((3, 1, 1, 4), 1e20, np.float32)))
+    data = {"x": np.ones((5, 1, 1, 1, 4), np.float32)}
+    data["x"][3] = np.inf             # the input itself at sample 3
+    data["x"][1] = 1e30               # finite input, the FC overflows float32 at sample 1
+    out = g.outputs[0]
+    with np.errstate(over="ignore", invalid="ignore"):  # (import_model silences numpy the same way)
+        with pytest.raises(InputError, match=rf"tensor '{out}': NaN or inf values on calibration sample 1 "):
+            collect_observers(g, data)    # (the samples run stacked, one chunk of 5: 1e30 * 1e20 overflows)
+        data["x"][1] = 1.0
+        with pytest.raises(InputError, match=r"tensor 'x': NaN or inf values on calibration sample 3 "):
+            collect_observers(g, data)    # sample 3: the input, first in order, though the conv is inf there too
+
+
+def test_ops_that_ignore_the_observed_range_do():
+    """OpDef.ignores_observed_range (calibration keeps only the extremes of those outputs): any range
+    for those tensors gives the same int8 graph."""
+    from quantize.calibrate import _extremes_only
+    from toolchain.ops.pad import PadAttrs
+    from toolchain.ops.registry import OpKind
+
+    gb = GraphBuilder(seed=4)
+    x = gb.input("x", (1, 6, 6, 3))
+    y = gb.conv(x, 4, 3, pads=(1, 1, 1, 1))
+    y = gb.node(OpKind.PAD, [y], PadAttrs(((0, 0), (1, 1), (0, 1), (0, 0))))
+    y = gb.clamp(gb.avgpool(gb.maxpool(y, 2, 1), 2, 1), -1.0, 2.0)
+    y = gb.reshape(gb.transpose(y, (0, 3, 1, 2)), (1, 4 * 6 * 5))
+    g = gb.build(gb.softmax(gb.fc(y, 3)))
+    flagged = {o for n in g.nodes if opdef(n).ignores_observed_range for o in n.outputs}
+    assert {n.op.value for n in g.nodes if opdef(n).ignores_observed_range} == {
+        "Pad", "MaxPool2D", "AveragePool2D", "Clamp", "Transpose", "Reshape", "Softmax"}
+    assert _extremes_only(g) == {"x", *flagged}
+    data = _calib(g, n=6)
+    ranges = observe_ranges(g, data, "mse")
+    rng = np.random.default_rng(5)
+    other = {k: ((-float(rng.uniform(0, 9)), float(rng.uniform(0, 9))) if k in flagged else r)
+             for k, r in ranges.items()}
+    _same_graph(quantize_ranges(g, ranges), quantize_ranges(g, other))
+
+
 # ---- cross-layer equalisation -----------------------------------------------------------------
 def _dw_separable(act):
     gb = GraphBuilder(seed=9)

@@ -16,7 +16,7 @@ import pytest
 import quantize.calibrate as calibrate
 from graph_builder import GraphBuilder
 from quantize.calibrate import observe_ranges
-from toolchain.interpret import interpret, interpret_each, stack_size
+from toolchain.interpret import interpret, interpret_chunks, interpret_each, stack_size
 from toolchain.ir import Graph
 
 REPO = Path(__file__).resolve().parents[2]
@@ -113,7 +113,7 @@ def test_calibrated_ranges_are_those_of_one_sample_at_a_time(monkeypatch, yaml_n
     data = {k: v[:samples] for k, v in data.items()}
     assert stack_size(g, samples) > 1  # every op of the MLPerf float models stacks
     stacked = observe_ranges(g, data)
-    monkeypatch.setattr(calibrate, "interpret_each", functools.partial(interpret_each, max_bytes=0))
+    monkeypatch.setattr(calibrate, "interpret_chunks", functools.partial(interpret_chunks, max_bytes=0))
     assert observe_ranges(g, data) == stacked
 
 

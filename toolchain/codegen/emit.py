@@ -4,11 +4,12 @@ identical inputs give byte-identical C (golden tests rely on it). ecc_kernels.h 
 portable kernel sources (kernel_header): a new kernel needs no hand-kept prototype."""
 from __future__ import annotations
 
+import hashlib
 import re
 from functools import cache
 from pathlib import Path
 
-from jinja2 import Environment, FileSystemLoader, StrictUndefined
+from jinja2 import Environment, FileSystemBytecodeCache, FileSystemLoader, StrictUndefined
 
 from toolchain.codegen.context import BoardFlags, ModelContext
 from toolchain.codegen.filters import FILTERS, c_comment
@@ -19,11 +20,41 @@ KERNEL_HEADERS = ("kernels/portable/ecc_fixed_point.h",)  # + ecc_kernels.h, gen
 
 @cache
 def template_env() -> Environment:
-    """The one Jinja environment: StrictUndefined, trim/lstrip blocks, trailing newline kept."""
+    """The one Jinja environment: StrictUndefined, trim/lstrip blocks, trailing newline kept; compiled
+    templates cached between runs (template_cache)."""
     env = Environment(loader=FileSystemLoader(str(TEMPLATE_DIR)), undefined=StrictUndefined, trim_blocks=True,
                       lstrip_blocks=True, keep_trailing_newline=True, autoescape=False)
     env.filters.update(FILTERS)
+    env.bytecode_cache = template_cache(env)
     return env
+
+
+class _QuietCache(FileSystemBytecodeCache):
+    """A cache write that fails (a full disk) costs the next run a compile, never this run."""
+
+    def dump_bytecode(self, bucket) -> None:
+        try:
+            super().dump_bytecode(bucket)
+        except OSError:
+            pass
+
+
+def template_cache(env: Environment) -> FileSystemBytecodeCache | None:
+    """Jinja's bytecode cache for `env`, as Python keeps .pyc files: a build compiles every portable
+    kernel template (kernel_header), about 0.1 s of CPU that a compiled template spares. In Jinja's
+    per-user temporary folder (mode 0700, owner checked); a template is recompiled when its source
+    changes (Jinja checks a hash of it), and the file names carry a hash of the options that shape
+    the compiled code, so another configuration never reads these. None (compile every run) when
+    that folder cannot be made."""
+    options = (env.block_start_string, env.block_end_string, env.variable_start_string, env.variable_end_string,
+               env.comment_start_string, env.comment_end_string, env.line_statement_prefix, env.line_comment_prefix,
+               env.trim_blocks, env.lstrip_blocks, env.newline_sequence, env.keep_trailing_newline,
+               env.autoescape, env.optimized, sorted(env.extensions))
+    tag = hashlib.sha256(repr(options).encode()).hexdigest()[:12]
+    try:
+        return _QuietCache(pattern=f"__edgecc_{tag}_%s.cache")
+    except (OSError, RuntimeError):  # no temporary folder, or one another user owns
+        return None
 
 
 KERNEL_HEADER = "ecc_kernels.h"

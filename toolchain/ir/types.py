@@ -85,5 +85,7 @@ class QuantParams:
         """float -> int with round-half-away-from-zero and saturation (TFLite rule; per-tensor)."""
         info = np.iinfo(dtype.np)
         q = np.asarray(x, np.float64) / self.s
-        q = np.sign(q) * np.floor(np.abs(q) + 0.5) + self.zp
+        # sign(q) * floor(|q| + 0.5) in fewer steps: q - 0.5 is -(|q| + 0.5) exactly for q < 0, and
+        # trunc is floor of |q| + 0.5 with q's sign
+        q = np.trunc(q + np.copysign(0.5, q)) + self.zp
         return np.clip(q, info.min, info.max).astype(dtype.np)

@@ -97,6 +97,7 @@ def params(node: Node, graph: Graph) -> tuple[AddParams, tuple[int, int]]:
 @register("ADD", "Add")
 class Add(OpDef):
     stacks_samples = True  # elementwise
+    stacks_samples_int8 = True  # add_s8: elementwise integer arithmetic
 
     def stacks_samples_f32(self, node: Node, graph: Graph) -> bool:
         # a broadcast activation of lower rank would line its axis 0 up with another axis

@@ -26,6 +26,8 @@ class Clamp(OpDef):
         return [graph.t(node.inputs[0]).shape]
 
     stacks_samples = True  # elementwise, exact
+    stacks_samples_int8 = True
+    ignores_observed_range = True  # output_qparams: the input's
 
     def reference_f32(self, node: Node, graph: Graph, ins: list[np.ndarray]) -> list[np.ndarray]:
         return [np.clip(ins[0], node.attrs.lo, node.attrs.hi).astype(np.float32)]

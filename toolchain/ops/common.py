@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -70,6 +71,8 @@ def conv_f32(x: np.ndarray, w: np.ndarray, b: np.ndarray | None, win: Window, gr
     n, h, wd, cin = x.shape
     cout, kh, kw, gin = w.shape
     oh, ow = win.out_hw(h, wd)
+    if (kh, kw, *win.stride) == (1, 1, 1, 1) and win.pads == (0, 0, 0, 0) and not gin == cout // groups == 1:
+        return _pointwise_f32(x, w, b, groups)
     pt, pl, pb, pr = win.pads
     xp = np.zeros((n, pt + h + pb, pl + wd + pr, cin), np.float64)  # (np.pad is slower: calibration calls this a lot)
     xp[:, pt:pt + h, pl:pl + wd, :] = x
@@ -93,6 +96,27 @@ def conv_f32(x: np.ndarray, w: np.ndarray, b: np.ndarray | None, win: Window, gr
     if b is not None:
         y += b
     return y.astype(np.float32)
+
+
+def _pointwise_f32(x: np.ndarray, w: np.ndarray, b: np.ndarray | None, groups: int) -> np.ndarray:
+    """conv_f32 of a 1x1, stride 1, unpadded convolution, the same float32 values: one product per
+    sample and group over all its pixels ([H*W, Cin/G] x [Cin/G, Cout/G], whatever N: stacked samples
+    run the same products) instead of one per output row (4x fewer seconds on VWW's 6x6x128 layers)."""
+    n, h, wd, cin = x.shape
+    cout, gin = w.shape[0], w.shape[3]
+    gout = cout // groups
+    xs = x.reshape(n, h * wd, cin).astype(np.float64)
+    if groups == 1:
+        y = np.matmul(xs, w[:, 0, 0, :].astype(np.float64).T)
+    else:  # (each group's product into a fresh array, as BLAS writes it; then copied into its channels)
+        y = np.empty((n, h * wd, cout), np.float64)
+        for g in range(groups):
+            ws = w[g * gout:(g + 1) * gout, 0, 0, :].astype(np.float64)
+            y[..., g * gout:(g + 1) * gout] = xs[..., g * gin:(g + 1) * gin] @ ws.T
+    y += 0.0  # as conv_f32's zero accumulator: a -0.0 sum would become 0.0 (BLAS starts from +0.0 anyway)
+    if b is not None:
+        y += b
+    return y.reshape(n, h, wd, cout).astype(np.float32)
 
 
 def quantize_weights(graph: Graph, name: str, axis: int) -> Graph:
@@ -122,11 +146,28 @@ def quantize_bias(graph: Graph, name: str, in_scale: float, w_scale: tuple[float
 
 
 def requant_arrays(in_scale: float, w_scale: tuple[float, ...], out_scale: float) -> tuple[np.ndarray, np.ndarray]:
-    """Per-channel (multiplier, shift) int32 arrays for real = in_scale * w_scale[c] / out_scale."""
+    """Per-channel (multiplier, shift) int32 arrays for real = in_scale * w_scale[c] / out_scale.
+    Python floats (as QuantParams holds them) hit a cache, whose arrays are read-only: the
+    interpreter asks for a node's arrays on every run."""
+    if type(in_scale) is float and type(out_scale) is float and type(w_scale) is tuple \
+            and all(type(v) is float for v in w_scale):  # (numpy scalars would compute in their own type)
+        return _cached_requant_arrays(in_scale, w_scale, out_scale)
+    return _requant_arrays(in_scale, w_scale, out_scale)
+
+
+def _requant_arrays(in_scale, w_scale, out_scale) -> tuple[np.ndarray, np.ndarray]:
     from toolchain.ops.fixed_point import quantize_multiplier
 
     pairs = [quantize_multiplier(in_scale * ws / out_scale) for ws in w_scale]
     return np.array([p[0] for p in pairs], np.int32), np.array([p[1] for p in pairs], np.int32)
+
+
+@lru_cache(maxsize=4096)
+def _cached_requant_arrays(in_scale: float, w_scale: tuple[float, ...],
+                           out_scale: float) -> tuple[np.ndarray, np.ndarray]:
+    mult, shift = _requant_arrays(in_scale, w_scale, out_scale)
+    mult.flags.writeable = shift.flags.writeable = False
+    return mult, shift
 
 
 def const_qparams(data: np.ndarray) -> QuantParams:

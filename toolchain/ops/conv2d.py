@@ -28,22 +28,37 @@ def _check_geometry(x: np.ndarray, kernel: tuple[int, int], stride, pad, dilatio
 
 
 def im2col_s8_offset(x: np.ndarray, kernel: tuple[int, int], *, stride, pad, dilation, out_hw,
-                     input_offset: int) -> np.ndarray:
-    """Patches of (x + input_offset) as int64 [N, OH, OW, KH, KW, C]; taps outside the input are 0
-    (so they add nothing to the accumulator, exactly like TFLM's skipped taps).
+                     input_offset: int, dtype=np.int64) -> np.ndarray:
+    """Patches of (x + input_offset) as `dtype` (int64, or float64: the same integers) [N, OH, OW, KH,
+    KW, C]; taps outside the input are 0 (so they add nothing to the accumulator, exactly like TFLM's
+    skipped taps).
 
     The bottom/right padding is whatever out_hw needs; windows are anchored at
     oh*stride - pad_top (TFLM in_y_origin)."""
+    xp = padded_offset(x, kernel, stride=stride, pad=pad, dilation=dilation, out_hw=out_hw,
+                       input_offset=input_offset, dtype=dtype)
+    (kh, kw), (sh, sw), (dh, dw), (oh, ow) = kernel, stride, dilation, out_hw
+    out = np.empty((x.shape[0], oh, ow, kh, kw, x.shape[3]), dtype)     # C-contiguous: reshapes are views
+    for ky in range(kh):  # window (oy, ox) tap (ky, kx) reads padded row oy*sh + ky*dh, column ox*sw + kx*dw
+        for kx in range(kw):
+            out[:, :, :, ky, kx, :] = xp[:, ky * dh: ky * dh + (oh - 1) * sh + 1: sh,
+                                         kx * dw: kx * dw + (ow - 1) * sw + 1: sw, :]
+    return out
+
+
+def padded_offset(x: np.ndarray, kernel: tuple[int, int], *, stride, pad, dilation, out_hw, input_offset: int,
+                  dtype=np.int64) -> np.ndarray:
+    """x + input_offset as `dtype` in a zero border: [N, max(need_h, pad_top + H), max(need_w, pad_left
+    + W), C], need = the rows / columns the out_hw windows reach (window (oy, ox) tap (ky, kx) reads
+    [oy*stride + ky*dilation, ...]). ValueError for a bad geometry."""
     _check_geometry(x, kernel, stride, pad, dilation, out_hw)
     n, h, w, c = x.shape
     (kh, kw), (sh, sw), (pt, pl), (dh, dw), (oh, ow) = kernel, stride, pad, dilation, out_hw
     need_h = (oh - 1) * sh + (kh - 1) * dh + 1
     need_w = (ow - 1) * sw + (kw - 1) * dw + 1
-    xp = np.zeros((n, max(need_h, pt + h), max(need_w, pl + w), c), np.int64)
-    xp[:, pt:pt + h, pl:pl + w, :] = x.astype(np.int64) + int(input_offset)
-    rows = (np.arange(oh) * sh)[:, None] + (np.arange(kh) * dh)[None, :]   # [OH, KH] padded coords
-    cols = (np.arange(ow) * sw)[:, None] + (np.arange(kw) * dw)[None, :]   # [OW, KW]
-    return xp[:, rows[:, None, :, None], cols[None, :, None, :], :]        # [N, OH, OW, KH, KW, C]
+    xp = np.zeros((n, max(need_h, pt + h), max(need_w, pl + w), c), dtype)
+    xp[:, pt:pt + h, pl:pl + w, :] = x.astype(dtype) + int(input_offset)
+    return xp
 
 
 def as_per_channel(v, cout: int, name: str) -> np.ndarray:
@@ -84,14 +99,19 @@ def conv2d_acc(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, *, stride,
     sum (w + filter_offset) * (x + input_offset) over the taps inside the input, + bias."""
     cout, kh, kw, cg = w.shape
     groups = x.shape[3] // cg
-    p = im2col_s8_offset(x, (kh, kw), stride=stride, pad=pad, dilation=dilation, out_hw=out_hw,
-                         input_offset=input_offset)
-    n, oh, ow = p.shape[:3]
-    # [M, G, K] patches and [G, K, Cout/G] weights, K ordered (KH, KW, Cg) on both sides.
-    p = p.reshape(n * oh * ow, kh, kw, groups, cg).transpose(0, 3, 1, 2, 4).reshape(-1, groups, kh * kw * cg)
-    wg = (w.astype(np.int64) + int(filter_offset)).reshape(groups, cout // groups, kh * kw * cg).transpose(0, 2, 1)
-    # float64 matmul is exact: every product and partial sum is an integer far below 2^53.
-    acc = np.matmul(p.transpose(1, 0, 2).astype(np.float64), wg.astype(np.float64))  # [G, M, Cout/G]
+    n, (oh, ow) = x.shape[0], out_hw
+    # float64 matmul is exact: every product and partial sum is an integer far below 2^53 (int8 or
+    # int16 operands plus offsets), so the patches are made in float64 directly.
+    if (kh, kw, *stride, *pad) == (1, 1, 1, 1, 0, 0) and tuple(x.shape[1:3]) == (oh, ow):
+        _check_geometry(x, (kh, kw), stride, pad, dilation, out_hw)
+        p = (x.astype(np.float64) + int(input_offset)).reshape(n * oh * ow, groups, cg)  # 1x1: the pixels
+    else:
+        p = im2col_s8_offset(x, (kh, kw), stride=stride, pad=pad, dilation=dilation, out_hw=out_hw,
+                             input_offset=input_offset, dtype=np.float64)
+        # [M, G, K] patches and [G, K, Cout/G] weights, K ordered (KH, KW, Cg) on both sides.
+        p = p.reshape(n * oh * ow, kh, kw, groups, cg).transpose(0, 3, 1, 2, 4).reshape(-1, groups, kh * kw * cg)
+    wg = (w.astype(np.float64) + int(filter_offset)).reshape(groups, cout // groups, kh * kw * cg).transpose(0, 2, 1)
+    acc = np.matmul(p.transpose(1, 0, 2), wg)  # [G, M, Cout/G]
     acc = acc.transpose(1, 0, 2).reshape(n, oh, ow, cout).astype(np.int64)
     if bias is not None:
         acc = acc + np.asarray(bias, np.int64)
@@ -165,7 +185,8 @@ def s16_args(node: Node, graph: Graph) -> list[CArg]:
 class Conv2D(OpDef):
     weight_out_axis = 0  # bias_fit: weights [Cout, ...]
     weight_zero_point = True  # per-tensor, as filter_offset (onnxruntime uint8 weights, TFLite FC)
-    stacks_samples = True  # conv_f32: the same matmul per (sample, output row) whatever N
+    stacks_samples = True  # conv_f32: the same matmul per sample (1x1) or per (sample, output row) whatever N
+    stacks_samples_int8 = True  # conv2d_acc: integer sums, exact in float64 whatever the rows
     # ISA variants: toolchain/isa/; 16x8 (int16 activations): portable only
     variants = (*rounding_twins(portable("conv2d")),
                 portable_s16("conv2d", args=s16_args))

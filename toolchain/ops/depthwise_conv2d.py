@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from toolchain.ops.conv2d import as_per_channel, im2col_s8_offset
+from toolchain.ops.conv2d import as_per_channel, padded_offset
 from toolchain.ops.fixed_point import requantize_weighted_s8, wrap_int32
 from toolchain.ops.quant16 import requantize_s16, weighted_requant_s16
 from dataclasses import dataclass
@@ -49,10 +49,21 @@ def depthwise_conv2d_s8(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, *
 def _acc(x, w, bias, stride, pad, dilation, out_hw, mult: int, input_offset: int, filter_offset: int) -> np.ndarray:
     """Exact int64 accumulators [N, OH, OW, Cout] of a depthwise convolution (+ bias), not wrapped."""
     _, kh, kw, cout = w.shape
-    p = im2col_s8_offset(x, (kh, kw), stride=stride, pad=pad, dilation=dilation, out_hw=out_hw,
-                         input_offset=input_offset)                      # [N, OH, OW, KH, KW, Cin]
-    wk = w.reshape(kh, kw, x.shape[3], mult).astype(np.int64) + int(filter_offset)
-    acc = np.einsum("nhwijc,ijcm->nhwcm", p, wk).reshape(p.shape[:3] + (cout,))
+    (sh, sw), (dh, dw), (oh, ow) = stride, dilation, out_hw
+    # x + input_offset in a zero border (taps outside add nothing), channel ic repeated for its
+    # outputs ic*mult + m; then one product per tap, in float64: exact, as the sums are integers far
+    # below 2^53 (int8 / int16 operands plus offsets)
+    xp = padded_offset(x, (kh, kw), stride=stride, pad=pad, dilation=dilation, out_hw=out_hw,
+                       input_offset=input_offset, dtype=np.float64)
+    if mult > 1:
+        xp = np.repeat(xp, mult, axis=3)
+    wk = w[0].astype(np.float64) + int(filter_offset)                   # [KH, KW, Cout]
+    acc, prod = np.zeros((x.shape[0], oh, ow, cout)), np.empty((x.shape[0], oh, ow, cout))
+    for ky in range(kh):
+        for kx in range(kw):
+            tap = xp[:, ky * dh: ky * dh + (oh - 1) * sh + 1: sh, kx * dw: kx * dw + (ow - 1) * sw + 1: sw, :]
+            acc += np.multiply(tap, wk[ky, kx], out=prod)
+    acc = acc.astype(np.int64)
     return acc + np.asarray(bias, np.int64) if bias is not None else acc
 
 
@@ -113,6 +124,7 @@ class DepthwiseConv2D(OpDef):
     weight_out_axis = 3  # bias_fit: weights [1, KH, KW, Cout]
     weight_zero_point = True  # per-tensor, as filter_offset (onnxruntime uint8 weights, TFLite FC)
     stacks_samples = True  # conv_f32's depthwise path: elementwise products, per tap in order
+    stacks_samples_int8 = True  # integer sums per output element
     # ISA variants: toolchain/isa/; 16x8 (int16 activations): portable only
     variants = (*rounding_twins(portable("depthwise_conv2d")),
                 portable_s16("depthwise_conv2d", args=s16_args))

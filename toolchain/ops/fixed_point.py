@@ -77,7 +77,10 @@ def _i64(x) -> np.ndarray:
 
 def wrap_int32(x) -> np.ndarray:
     """Two's-complement wrap of int64 values to int32 range (what an int32 add/mul does in C)."""
-    return ((_i64(x) + 2**31) & 0xFFFFFFFF) - 2**31
+    x = _i64(x)
+    if x.ndim and x.size and INT32_MIN <= x.min() and x.max() <= INT32_MAX:  # the usual case: nothing wraps
+        return x
+    return ((x + 2**31) & 0xFFFFFFFF) - 2**31
 
 
 def saturate_int32(x) -> np.ndarray:
@@ -89,12 +92,15 @@ def saturating_rounding_doubling_high_mul(a, b) -> np.ndarray:
     a*b / 2^31 rounded to nearest with ties toward +inf (the nudge 1 - 2^30 for negative products,
     then C's truncating division); INT32_MIN*INT32_MIN saturates to INT32_MAX."""
     a, b = _i64(a), _i64(b)
-    ab = a * b  # |ab| <= 2^62: exact in int64
-    nudge = np.where(ab >= 0, 1 << 30, 1 - (1 << 30))
-    t = ab + nudge
-    # C++ '/' truncates toward zero; numpy '>>' floors, so shift the magnitude.
-    q = np.where(t >= 0, t >> 31, -((-t) >> 31))
-    return np.where((a == INT32_MIN) & (b == INT32_MIN), INT32_MAX, q)
+    # gemmlowp adds the nudge 2^30 (ab >= 0) or 1 - 2^30 (ab < 0) and truncates toward zero:
+    # (ab + 2^30) >> 31 (a floor) either way, as for ab < 0 the truncation of ab + 1 - 2^30 < 0 is the
+    # floor of ab + 1 - 2^30 + 2^31 - 1. |ab| <= 2^62: exact in int64.
+    q = a * b
+    q += 1 << 30
+    q >>= 31
+    if np.any(b == INT32_MIN) and np.any(a == INT32_MIN):  # (b: a multiplier, per channel: cheap first)
+        q = np.where((a == INT32_MIN) & (b == INT32_MIN), INT32_MAX, q)
+    return q
 
 
 def rounding_divide_by_pot(x, exponent) -> np.ndarray:
@@ -104,6 +110,14 @@ def rounding_divide_by_pot(x, exponent) -> np.ndarray:
     x, e = _i64(x), _i64(exponent)
     if np.any(e < 0):
         raise ValueError("rounding_divide_by_pot needs exponent >= 0")
+    if np.all(e <= 62) and x.size and -(1 << 62) < x.min() and x.max() < (1 << 62):  # (x + half fits int64)
+        # gemmlowp's (x >> e) + (remainder > threshold) in one shift: ties up for x >= 0 ((x + half) >> e),
+        # down for x < 0 ((x + half - 1) >> e, e > 0); e == 0 leaves x as it is
+        half = (np.int64(1) << e) >> 1
+        out = np.where(x < 0, np.maximum(half - 1, 0), half)
+        out += x
+        out >>= e
+        return out if out.ndim else out[()]  # (a scalar for scalars, as the plain steps give)
     mask = (np.int64(1) << e) - 1
     remainder = x & mask
     threshold = (mask >> 1) + (x < 0)
@@ -126,7 +140,24 @@ def multiply_by_quantized_multiplier(x, mult, shift) -> np.ndarray:
     x, mult, shift = _i64(x), _i64(mult), _i64(shift)
     left = np.clip(shift, 0, 32)  # any non-zero x << 32 saturates anyway
     right = np.maximum(-shift, 0)
-    return rounding_divide_by_pot(saturating_rounding_doubling_high_mul(saturate_int32(x << left), mult), right)
+    int32 = x.size == 0 or INT32_MIN <= x.min() <= x.max() <= INT32_MAX
+    if int32 and not np.any(left) and not np.any(mult == INT32_MIN) \
+            and np.broadcast_shapes(x.shape, mult.shape, shift.shape) == np.broadcast_shapes(x.shape, mult.shape):
+        # the usual case (a real multiplier below 1 on int32 accumulators), the same steps in place:
+        # SRDHM as (x * mult + 2^30) >> 31 (saturating_rounding_doubling_high_mul), then
+        # RoundingDivideByPOT as (t + half - (t < 0 and right > 0)) >> right (rounding_divide_by_pot)
+        t = x * mult
+        t += 1 << 30
+        t >>= 31
+        down = t < 0
+        down &= right > 0
+        t += (np.int64(1) << right) >> 1
+        t -= down
+        t >>= right
+        return t
+    if np.any(left) or not int32:
+        x = saturate_int32(x << left)
+    return rounding_divide_by_pot(saturating_rounding_doubling_high_mul(x, mult), right)
 
 
 def multiply_by_quantized_multiplier_single(x, mult, shift) -> np.ndarray:
@@ -227,7 +258,8 @@ def requantize_s8(acc, mult, shift, output_offset: int, act_min: int, act_max: i
     in effect (see rounding_mode). C: ecc_requantize_s8 / ecc_requantize_s8_rne."""
     check_act_range(act_min, act_max)
     y = rescale(acc, mult, shift, rounding) + int(output_offset)
-    return np.clip(y, act_min, act_max).astype(np.int8)
+    y = np.clip(y, act_min, act_max, out=y) if isinstance(y, np.ndarray) else np.clip(y, act_min, act_max)
+    return y.astype(np.int8)
 
 
 def f32_scale(mult, shift) -> np.ndarray:

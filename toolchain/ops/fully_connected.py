@@ -106,6 +106,7 @@ class FullyConnected(OpDef):
         return [(b, o)]
 
     stacks_samples = True
+    stacks_samples_int8 = True  # fully_connected_s8: one integer row per sample, exact in float64
 
     def reference_f32(self, node: Node, graph: Graph, ins: list[np.ndarray]) -> list[np.ndarray]:
         if ins[0].shape[0] != graph.t(node.inputs[0]).shape[0]:  # stacked samples (interpret_each): one

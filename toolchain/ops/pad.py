@@ -47,6 +47,7 @@ def _s16_args(node: Node, graph: Graph) -> list[CArg]:
 @register("PAD", "Pad")
 class Pad(OpDef):
     variants = (portable("pad"), portable_s16("pad", args=_s16_args))
+    ignores_observed_range = True  # output_qparams: the input's
 
     def infer_shapes(self, node: Node, graph: Graph) -> list[tuple[int, ...]]:
         shape = graph.t(node.inputs[0]).shape

@@ -142,6 +142,8 @@ def _pool_f32(x: np.ndarray, win: Window, fill: float, reduce, oh: int, ow: int)
 
 class _Pool(OpDef):
     stacks_samples = True  # per tap along H, W; the sum over taps runs in tap order for every element
+    stacks_samples_int8 = True  # integer window sums / maxima per sample
+    ignores_observed_range = True  # output_qparams: the input's
     def infer_shapes(self, node: Node, graph: Graph) -> list[tuple[int, ...]]:
         n, h, w, c = graph.t(node.inputs[0]).shape
         return [(n, *node.attrs.window.out_hw(h, w), c)]

@@ -208,6 +208,11 @@ class OpDef:
     # graph says [1, *shape[1:]]) and gives each sample exactly its one-sample result, bit for bit
     # (same numpy calls per sample); toolchain.interpret.interpret_each then runs many at once.
     stacks_samples: ClassVar[bool] = False
+    # the same for reference_s8 on int8 activations (integer arithmetic: exact whatever the rows)
+    stacks_samples_int8: ClassVar[bool] = False
+    # output_qparams returns one quantization whatever range calibration observed (the input's, or a
+    # fixed one): calibration keeps only the extremes of the output (quantize.calibrate)
+    ignores_observed_range: ClassVar[bool] = False
 
     def infer_shapes(self, node: Node, graph: Graph) -> list[tuple[int, ...]]:
         """Output shapes from input shapes and attrs."""
@@ -220,6 +225,11 @@ class OpDef:
     def stacks_samples_f32(self, node: Node, graph: Graph) -> bool:
         """Whether reference_f32 may run this node on stacked samples (see stacks_samples)."""
         return self.stacks_samples
+
+    def stacks_samples_s8(self, node: Node, graph: Graph) -> bool:
+        """Whether reference_s8 may run this node (int8 output) on stacked samples
+        (stacks_samples_int8; the same conditions on the graph as stacks_samples_f32)."""
+        return self.stacks_samples_int8 and self.stacks_samples_f32(node, graph)
 
     def output_qparams(self, node: Node, graph: Graph, observed: QuantParams) -> QuantParams:
         """Quantization of the op's output given the calibrated one (ops may force their own)."""

@@ -63,6 +63,7 @@ class Relu(OpDef):
         return [graph.t(node.inputs[0]).shape]
 
     stacks_samples = True  # elementwise, exact
+    stacks_samples_int8 = True
 
     def reference_f32(self, node: Node, graph: Graph, ins: list[np.ndarray]) -> list[np.ndarray]:
         return [np.clip(np.asarray(ins[0], np.float32), 0.0, node.attrs.hi).astype(np.float32)]

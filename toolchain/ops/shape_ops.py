@@ -35,6 +35,8 @@ class Reshape(OpDef):
         return [node.attrs.shape]
 
     stacks_samples = True  # interpret_each stacks only graphs whose activations all lead with 1
+    stacks_samples_int8 = True
+    ignores_observed_range = True  # output_qparams: the input's
 
     def reference_f32(self, node: Node, graph: Graph, ins: list[np.ndarray]) -> list[np.ndarray]:
         if ins[0].shape[:1] != graph.t(node.inputs[0]).shape[:1]:  # stacked samples: keep them on axis 0
@@ -57,6 +59,9 @@ class Transpose(OpDef):
         if sorted(node.attrs.perm) != list(range(len(src))):
             raise ValueError(f"perm {list(node.attrs.perm)} does not fit rank {len(src)}")
         return [tuple(src[p] for p in node.attrs.perm)]
+
+    stacks_samples_int8 = True
+    ignores_observed_range = True  # output_qparams: the input's
 
     def stacks_samples_f32(self, node: Node, graph: Graph) -> bool:
         return node.attrs.perm[:1] == (0,)  # the sample axis stays first

@@ -116,6 +116,8 @@ SOFTMAX_OUT = QuantParams.per_tensor(1.0 / 256.0, -128)  # TFLite int8 spec: fix
 @register("SOFTMAX", "Softmax")
 class Softmax(OpDef):
     stacks_samples = True  # over the last axis only, row by row
+    stacks_samples_int8 = True  # softmax_s8: fixed point, row by row
+    ignores_observed_range = True  # output_qparams: SOFTMAX_OUT (int8) or 1/32768 (16x8)
     variants = (portable("softmax"), portable_s16("softmax", args=lambda n, g: _s16_args(n, g)))
 
     def infer_shapes(self, node: Node, graph: Graph) -> list[tuple[int, ...]]:
@@ -136,8 +138,8 @@ class Softmax(OpDef):
 
     def reference_s8(self, node: Node, graph: Graph, ins: list[np.ndarray]) -> list[np.ndarray]:
         p = softmax_params(graph.t(node.inputs[0]).quant.s, node.attrs.beta)
-        rows, size = self._rows(graph, node)
-        return [softmax_s8(ins[0].reshape(rows, size), p).reshape(ins[0].shape)]
+        size = graph.t(node.inputs[0]).shape[-1]  # rows: the graph's, or those of stacked samples
+        return [softmax_s8(ins[0].reshape(-1, size), p).reshape(ins[0].shape)]
 
     def reference_s16(self, node: Node, graph: Graph, ins: list[np.ndarray]) -> list[np.ndarray]:
         mult, shift = softmax_s16_params(graph.t(node.inputs[0]).quant.s, node.attrs.beta)
