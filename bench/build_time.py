@@ -11,11 +11,13 @@ blob (weights.bin + weights.S, .incbin), on aarch64 by default; goal: the ResNet
 Each (model, board, form) runs once untimed (bytecode cache, disk cache), then --runs timed builds
 (bench.build_cpu.build_cpu: wall, and the CPU of the build with every compiler it ran). The weights
 source alone is compiled once more afterwards with the board's flags, timed (`weights compile`).
-Writes bench/results/build_time.json and .md; exits 1 when the ResNet-18's auto form misses the goal.
+Writes bench/results/build_time.json and .md; exits 1 when the ResNet-18's auto form misses the goal or
+two runs of a row wrote different OUT/lib bytes.
 """
 from __future__ import annotations
 
 import argparse
+import hashlib
 import os
 import statistics
 import subprocess
@@ -49,6 +51,15 @@ def configs(work: Path) -> dict[str, dict]:
             "vww_mobilenet_int8": {"model": str(VWW)}}
 
 
+def tree_sha256(folder: Path) -> str:
+    """One sha256 over every file of `folder` (relative path and bytes, in sorted order)."""
+    digest = hashlib.sha256()
+    for p in sorted(folder.rglob("*")):
+        if p.is_file():
+            digest.update(p.relative_to(folder).as_posix().encode() + b"\0" + p.read_bytes())
+    return digest.hexdigest()
+
+
 def weights_compile_s(out: Path, board: str) -> float:
     """Seconds of one compile of OUT/lib's weights source alone, with the board's compiler and flags."""
     from targets import load_target
@@ -73,15 +84,15 @@ def markdown(doc: dict) -> str:
            f"Goal (issue 17): the 11 MB-weight model at most {GOAL_S:g} s wall on 2 cores (median of "
            f"{doc['runs']}) with the form `weights_format: auto` picks (blob above 256 KiB).", "",
            "| model | board | weights_format | auto picks | weight arrays (B) | weights source (B) | runs | "
-           "wall median (s) | wall min / max (s) | CPU median (s) | weights compile (s) |",
-           "|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+           "wall median (s) | wall min / max (s) | CPU median (s) | weights compile (s) | OUT/lib identical |",
+           "|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|"]
     for r in doc["rows"]:
         wall = [x["wall_s"] for x in r["runs"]]
         out.append("| " + " | ".join([
             r["model"], r["board"], r["weights_format"], r["auto"], fmt(r["weights_bin_bytes"]),
             fmt(r["weights_source_bytes"]), str(len(wall)), fmt(statistics.median(wall)),
             f"{fmt(min(wall))} / {fmt(max(wall))}", fmt(statistics.median(x["cpu_s"] for x in r["runs"])),
-            fmt(r["weights_compile_s"])]) + " |")
+            fmt(r["weights_compile_s"]), fmt(r["lib_identical_runs"])]) + " |")
     out += ["", "## What the numbers are", "",
             "`resnet18`: bench/resnet18_onnx.py, a torchvision-shaped ResNet-18 (11.7 M float parameters, "
             "input 1x3x224x224) with random weights, calibrated on 4 random inputs through edgecc's PTQ; "
@@ -91,7 +102,8 @@ def markdown(doc: dict) -> str:
             "Bytecode cached (PYTHONPYCACHEPREFIX), one untimed run first. `weight arrays`: the bytes of the "
             "constant arrays (weights.bin, or what weights.c initialises); `weights source`: the size of the "
             "weights.c or weights.S file; `weights compile`: one more compile of that file alone with the "
-            "board's compiler and flags (-O2 -g), after the timed runs.", ""]
+            "board's compiler and flags (-O2 -g), after the timed runs; `OUT/lib identical`: every run, the "
+            "untimed one included, wrote the same OUT/lib bytes (one sha256 over its files).", ""]
     return "\n".join(out)
 
 
@@ -101,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--models", default="resnet18,vww_mobilenet_int8")
     ap.add_argument("--formats", default="c,blob")
     ap.add_argument("--runs", type=int, default=3)
-    ap.add_argument("--work", type=Path, help="folder for the generated model and the builds (default: a temporary one)")
+    ap.add_argument("--work", type=Path, help="folder for the generated model and the builds (default: temporary)")
     ap.add_argument("--results", type=Path, default=RESULTS)
     ap.add_argument("--render", action="store_true", help="rewrite the .md from the committed .json only")
     args = ap.parse_args(argv)
@@ -122,9 +134,10 @@ def main(argv: list[str] | None = None) -> int:
                 config.write_text("".join(f"{k}: {v!r}\n" for k, v in
                                           {**models[model], "board": board, "weights_format": form}.items()))
                 out = work / f"out_{model}_{board}_{form}"
-                runs = []
+                runs, hashes = [], set()
                 for i in range(args.runs + 1):
                     run = build_cpu(REPO, config, board, out, work / "pyc")
+                    hashes.add(tree_sha256(out / "lib"))
                     print(f"{model} {board} {form} run {i}: {run['wall_s']:.2f} s wall, {run['cpu_s']:.2f} s CPU",
                           flush=True)
                     if i:  # run 0 fills the bytecode and disk caches: not timed
@@ -135,7 +148,8 @@ def main(argv: list[str] | None = None) -> int:
                 arrays = blob.stat().st_size if blob.is_file() else None
                 rows.append({"model": model, "board": board, "weights_format": form, "runs": runs,
                              "weights_source_bytes": source.stat().st_size, "weights_bin_bytes": arrays,
-                             "weights_compile_s": round(weights_compile_s(out, board), 3)})
+                             "weights_compile_s": round(weights_compile_s(out, board), 3),
+                             "lib_identical_runs": len(hashes) == 1})
     for r in rows:  # the arrays' bytes of a C row: its blob twin's (the same arrays), and what auto picks
         twin = next((x["weights_bin_bytes"] for x in rows if x["model"] == r["model"] and x["weights_bin_bytes"]), None)
         r["weights_bin_bytes"] = r["weights_bin_bytes"] or twin
@@ -145,7 +159,8 @@ def main(argv: list[str] | None = None) -> int:
     write_results(args.results, "build_time", doc, markdown)
     print(markdown(doc))
     goal = [r for r in rows if r["model"] == "resnet18" and r["weights_format"] == r["auto"]]
-    return 0 if all(statistics.median(x["wall_s"] for x in r["runs"]) <= GOAL_S for r in goal) else 1
+    met = all(statistics.median(x["wall_s"] for x in r["runs"]) <= GOAL_S for r in goal)
+    return 0 if met and all(r["lib_identical_runs"] for r in rows) else 1
 
 
 if __name__ == "__main__":

@@ -80,7 +80,8 @@ def resnet18(seed: int = 0):
     w = b.const("fc.weight", b.rng.normal(0.0, np.sqrt(1.0 / 512), (CLASSES, 512)))
     bias = b.const("fc.bias", b.rng.normal(0.0, 0.05, (CLASSES,)))
     b.nodes.append(helper.make_node("Gemm", [x, w, bias], ["output"], name="/fc/Gemm", alpha=1.0, beta=1.0, transB=1))
-    graph = helper.make_graph(b.nodes, "resnet18", [helper.make_tensor_value_info("input", TensorProto.FLOAT, INPUT_SHAPE)],
+    graph = helper.make_graph(b.nodes, "resnet18",
+                              [helper.make_tensor_value_info("input", TensorProto.FLOAT, INPUT_SHAPE)],
                               [helper.make_tensor_value_info("output", TensorProto.FLOAT, (1, CLASSES))], b.inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], producer_name="edgecc-bench",
                               ir_version=8)

@@ -182,7 +182,8 @@ def test_named_library_with_its_own_section(edgecc, need_board, tmp_path):
     and its object holds the same section bytes and symbols as dg_weights.c's."""
     need_board("host")
     c, blob = _named_build(edgecc, tmp_path, "c"), _named_build(edgecc, tmp_path, "blob")
-    assert sorted(p.name for p in (blob / "lib").glob("dg_weights*")) == ["dg_weights.S", "dg_weights.bin", "dg_weights.h"]
+    files = sorted(p.name for p in (blob / "lib").glob("dg_weights*"))
+    assert files == ["dg_weights.S", "dg_weights.bin", "dg_weights.h"]
     text = (blob / "lib" / "dg_weights.S").read_text()
     assert '\t.section ".rodata.dg$w","a"\n' in text and '\t.incbin "dg_weights.bin", 0, ' in text
     objs = {}

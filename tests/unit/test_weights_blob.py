@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from toolchain.codegen import weights_blob
-from toolchain.codegen.weights_blob import BLOB_MIN_BYTES, BlobEntry, array_bytes, blob_bytes, blob_layout, resolve_format
+from toolchain.codegen.weights_blob import (BLOB_MIN_BYTES, BlobEntry, array_bytes, blob_bytes, blob_layout,
+                                            resolve_format)
 from toolchain.config import load_config
 from toolchain.errors import InputError
 
