@@ -3,9 +3,10 @@ places it with `.incbin`, instead of weights.c. The digits example is run with b
 mps2-an386 (QEMU) and aarch64 (QEMU user): the blob run is bit-exact, its report counts the same
 bytes (map-file sections, weights breakdown, flash) and the same instructions, and the linked weights
 section (objcopy -O binary) and every weights symbol (nm: address, size, type) are byte for byte the
-C form's. Two blob builds are byte-identical; the library alone builds with a user's Makefile and a
-CMake project; a named library with its own section keeps both; the ELF notes of weights.S equal
-weights.c's under -fcf-protection / -mbranch-protection; `auto` picks the blob above 256 KiB only."""
+C form's. Two blob builds are byte-identical; a weights.bin in the folder edgecc runs from is not
+taken; the library alone builds with a user's Makefile and a CMake project; a named library with its
+own section keeps both; the ELF notes of weights.S equal weights.c's under -fcf-protection /
+-mbranch-protection; `auto` picks the blob above 256 KiB only."""
 from __future__ import annotations
 
 import re
@@ -102,6 +103,17 @@ def test_two_blob_builds_are_byte_identical(edgecc, need_board, tmp_path):
     assert sorted(files[0]) == sorted(files[1]) and "lib/weights.bin" in files[0]
     assert [k for k in files[0] if files[0][k] != files[1][k]] == []
     assert (outs[0] / "fw" / "firmware.elf").read_bytes() == (outs[1] / "fw" / "firmware.elf").read_bytes()
+
+
+def test_a_weights_bin_where_edgecc_runs_is_not_taken(edgecc, need_board, tmp_path, monkeypatch):
+    """GNU as looks for an .incbin file in the current folder first: edgecc assembles weights.S in its
+    own folder, so a stray weights.bin where edgecc was started (here 10 KB of other bytes) changes nothing."""
+    need_board("host")
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "weights.bin").write_bytes(bytes(range(256)) * 40)
+    res = edgecc("run", DIGITS_YAML, "--board", "host", "--weights-format", "blob", "--out", tmp_path / "out", "--quiet")
+    job = finish(res, tmp_path / "out")
+    assert job.code == 0 and job.report["verification"]["bit_exact"] is True, res.err
 
 
 APP_MAIN = """\
