@@ -111,7 +111,8 @@ def test_a_weights_bin_where_edgecc_runs_is_not_taken(edgecc, need_board, tmp_pa
     need_board("host")
     monkeypatch.chdir(tmp_path)
     (tmp_path / "weights.bin").write_bytes(bytes(range(256)) * 40)
-    res = edgecc("run", DIGITS_YAML, "--board", "host", "--weights-format", "blob", "--out", tmp_path / "out", "--quiet")
+    res = edgecc("run", DIGITS_YAML, "--board", "host", "--weights-format", "blob", "--out", tmp_path / "out",
+                 "--quiet")
     job = finish(res, tmp_path / "out")
     assert job.code == 0 and job.report["verification"]["bit_exact"] is True, res.err
 
