@@ -186,7 +186,8 @@ def build_firmware(
 ) -> BuildResult:
     """Compile `sources` (harness) and `lib_sources` (model library) and link `<out_dir>/firmware.elf`.
 
-    Each source becomes its own object under `<out_dir>/obj/` so the map attributes sizes per file.
+    Each source (C, or assembler `.S` such as the library's weights.S, compiled in its own folder)
+    becomes its own object under `<out_dir>/obj/` so the map attributes sizes per file.
     Board support code and its include folder are added; Cortex-M boards also get the generated
     linker script with weights in `weights_section`. `defines` are "NAME" or "NAME=VALUE";
     `opt_flags` (e.g. ["-Os"]) replace the board's -O flags. Returns the ELF, the map and section
