@@ -110,11 +110,11 @@ def _first_errors(output: str, limit: int = 2) -> str:
     return " | ".join((errors or lines)[:limit]) or "(no output)"
 
 
-def _run_tool(cmd: list[str], what: str) -> subprocess.CompletedProcess[str]:
+def _run_tool(cmd: list[str], what: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     # LC_ALL=C: plain ASCII quotes and English messages, so errors parse and read the same everywhere.
     env = {**os.environ, "LC_ALL": "C"}
     try:
-        with procs.spawned(cmd, env=env, stdin=None) as proc:  # registered: an interrupt kills it
+        with procs.spawned(cmd, cwd=cwd, env=env, stdin=None) as proc:  # registered: an interrupt kills it
             out, err = proc.communicate()
     except FileNotFoundError:
         raise BuildError(f"{what}: '{cmd[0]}' not found on PATH") from None
@@ -145,7 +145,11 @@ def stack_usage(su_files: Sequence[Path]) -> dict[str, int]:
 
 
 def _compile(cmd_prefix: list[str], src: Path, obj: Path) -> None:
-    proc = _run_tool([*cmd_prefix, "-c", str(src), "-o", str(obj)], f"compiling {src.name}")
+    # An assembler source runs in its own folder (every path on the command line is absolute): GNU as
+    # looks for an `.incbin` file (weights.S's weights.bin) in the current folder before the -I ones,
+    # so a file of that name wherever edgecc was started would be taken instead of the library's.
+    cwd = src.parent if src.suffix in (".S", ".s") else None
+    proc = _run_tool([*cmd_prefix, "-c", str(src), "-o", str(obj)], f"compiling {src.name}", cwd)
     if proc.returncode != 0:
         raise CompileError(f"compiling {src.name} failed: {_first_errors(proc.stderr)}")
 
@@ -182,7 +186,8 @@ def build_firmware(
 ) -> BuildResult:
     """Compile `sources` (harness) and `lib_sources` (model library) and link `<out_dir>/firmware.elf`.
 
-    Each source becomes its own object under `<out_dir>/obj/` so the map attributes sizes per file.
+    Each source (C, or assembler `.S` such as the library's weights.S, compiled in its own folder)
+    becomes its own object under `<out_dir>/obj/` so the map attributes sizes per file.
     Board support code and its include folder are added; Cortex-M boards also get the generated
     linker script with weights in `weights_section`. `defines` are "NAME" or "NAME=VALUE";
     `opt_flags` (e.g. ["-Os"]) replace the board's -O flags. Returns the ELF, the map and section

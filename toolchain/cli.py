@@ -69,6 +69,9 @@ def _parser() -> argparse.ArgumentParser:
                        help="debug build: guard bytes after every arena buffer, checked after every op")
         s.add_argument("--name", help="library name prefixing OUT/lib's symbols, macros and files (YAML name; "
                                       "lower-case letters and digits, e.g. kws): several libraries in one firmware")
+        s.add_argument("--weights-format", metavar="auto|c|blob",
+                       help="OUT/lib's constant arrays: c (weights.c), blob (weights.bin + weights.S, assembled: "
+                            "fast to build), auto (default): blob above 256 KiB")
         s.add_argument("--layout", type=str.upper, choices=("NHWC", "NCHW"),
                        help="layout of 4-D DATA (YAML preprocess.layout; default NHWC, or the model's own when only that fits)")
         s.add_argument("--quiet", action="store_true", help="no table and no progress, only errors and the final line")
@@ -126,7 +129,7 @@ def _job(args: argparse.Namespace) -> int:
                                     "verify": args.verify, "out": args.out, "repeats": args.repeat,
                                     "warmup": args.warmup, "optimize": args.optimize, "debug_guards": args.debug_guards,
                                     "kernels": args.kernels, "boards": args.boards, "name": args.name,
-                                    "precision": args.precision})
+                                    "precision": args.precision, "weights_format": args.weights_format})
     if args.layout:  # the data's layout (preprocess.layout), over the YAML's
         from dataclasses import replace
         cfg = replace(cfg, preprocess=replace(cfg.preprocess, layout=args.layout))

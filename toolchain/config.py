@@ -18,14 +18,16 @@ from toolchain.yaml_safe import read_yaml
 PREPROCESS_KEYS = {"cast", "resize", "scale", "mean", "std", "channel_order", "layout"}
 # The flag that sets each key from the command line (errors blame the flag, not the YAML).
 FLAGS = {"board": "--board", "repeats": "--repeat", "warmup": "--warmup", "optimize": "--optimize",
-         "debug_guards": "--debug-guards", "kernels": "--kernels", "name": "--name", "precision": "--precision"}
+         "debug_guards": "--debug-guards", "kernels": "--kernels", "name": "--name", "precision": "--precision",
+         "weights_format": "--weights-format"}
 # Strict value checks per key: YAML has no schema, and Python's int()/float()/bool() would turn
 # `repeats: 2.7` into 2, `profile: "false"` into True and `min_top1_agreement: 97` into a gate
 # that can never pass, so each kind is checked as written.
 _STRS = ("board", "weights_section", "name")
 _CHOICES = {"calibration_method": ("mse", "minmax", "percentile", "kl", "auto"), "rounding": ("tflm", "onnx"),
             "optimize": ("speed", "ram"), "kernels": ("auto", "portable"), "io_layout": ("NHWC", "NCHW"),
-            "io_dtype": ("int8", "uint8", "float32"), "precision": ("int8", "int16", "auto")}
+            "io_dtype": ("int8", "uint8", "float32"), "precision": ("int8", "int16", "auto"),
+            "weights_format": ("auto", "c", "blob")}
 _INTS = {"repeats": (1, 1000), "warmup": (0, 1000), "batch": (1, 4096), "max_arena_bytes": (1, 1 << 40)}
 _FLOATS = {"min_top1_agreement": (0.0, 1.0), "min_sqnr_db": (-math.inf, math.inf), "max_cost_ratio": (1.0, 1e6)}
 # precision_target (precision: auto): the held-out figures at which the search stops moving layers to int16
@@ -145,6 +147,9 @@ class Config:
     precision_target: dict[str, float | None] = field(default_factory=dict)  # agreement, sqnr_db (None: off)
     max_arena_bytes: int | None = None  # precision auto: no move whose graph's arena exceeds it (bytes)
     max_cost_ratio: float | None = None  # precision auto: estimated instructions at most this x the int8 graph's
+    # how OUT/lib ships the constant arrays: c (weights.c, C initialisers), blob (weights.bin placed by a
+    # weights.S with .incbin: big models build in seconds), auto: blob above 256 KiB (toolchain.codegen.weights_blob)
+    weights_format: str = "auto"
     source: Path | None = None  # the YAML file, for messages
 
 

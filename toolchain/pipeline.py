@@ -187,7 +187,8 @@ def compile_model(cfg: Config, target: Target, out_dir: Path, *, profile: bool,
                                  arena_parts=dict(plan.region_bytes) or None))
     with rounding_mode(graph_rounding(qgraph)):                       # argument values (clamp bounds) round as the model
         ctx = build_context(qgraph, plan, variants, model_stamp(cfg, target), cfg.weights_section,
-                            LibNames.of(cfg.name))                    # `name:` prefixes symbols, macros, files
+                            LibNames.of(cfg.name), cfg.weights_format)  # `name:` prefixes symbols, macros, files;
+                                                                      # big weights as weights.bin + weights.S
     lib_dir, fw_dir = out_dir / "lib", out_dir / "fw"
     flags = BoardFlags.of(target.name, target.compiler, target.cflags)  # exported by edgecc.mk / .cmake
     lib_sources = emit_library(ctx, lib_dir, flags)                   # OUT/lib: the deployable library

@@ -49,14 +49,15 @@ def _model(path: Path) -> None:
     save(model, str(path))
 
 
-@pytest.fixture(scope="module", params=[False, True], ids=["release", "debug_guards"])
+@pytest.fixture(scope="module", params=[(False, "c"), (True, "c"), (False, "blob")],
+                ids=["release", "debug_guards", "weights_blob"])
 def injected(request, tmp_path_factory, edgecc, need_board):
     need_board("host")
     d = tmp_path_factory.mktemp("inject")
     _model(d / FILE)
     np.save(d / "data.npy", np.random.default_rng(1).normal(0, 1, (8, 1, 6, 6)).astype(np.float32))
     cfg = {"model": FILE, "board": "host", "calibration": "data.npy", "preprocess": {"layout": "NCHW"},
-           "out": "out", "debug_guards": request.param}
+           "out": "out", "debug_guards": request.param[0], "weights_format": request.param[1]}
     (d / "p.yaml").write_text(yaml.safe_dump(cfg, allow_unicode=True), encoding="utf-8")
     job = finish(edgecc("run", d / "p.yaml", "--quiet"), d / "out")
     assert job.code == 0, f"exit {job.code}: {job.err}"
@@ -80,7 +81,7 @@ def test_names_appear_escaped_in_comments(injected):
     assert '    /* op 0: mid"*\\/ int injected_mid; /\\* (Conv2D) */\n' in model_c
     assert f"    /* op 1: {out} (Transpose) */\n" in model_c
     stamp = "model m?int injected_file = 1;?\\?\\?= ?\\.onnx sha256:"
-    for name in ("model.c", "model.h", "weights.c", "weights.h", "ecc_kernels.h"):
+    for name in ("model.c", "model.h", _weights_source(lib), "weights.h", "ecc_kernels.h"):
         assert stamp in (lib / name).read_text(encoding="ascii").splitlines()[0], name
     for name in ("edgecc.mk", "edgecc.cmake"):
         first = (lib / name).read_text(encoding="ascii").splitlines()[0]
@@ -101,9 +102,9 @@ def test_compiler_sees_no_injected_code(injected):
     """Comments removed as the compiler's preprocessor removes them (-std=c99: trigraphs on): an
     identifier starting with 'injected' may survive only inside the guard builds' string literals."""
     lib = injected.out / "lib"
-    for src in sorted(lib.glob("*.[ch]")):
-        p = subprocess.run(["gcc", "-std=c99", "-fpreprocessed", "-dD", "-E", "-P", src.name], cwd=lib,
-                           capture_output=True, text=True, check=True)
+    for src in sorted(lib.glob("*.[chS]")):  # weights.S: through the assembler's preprocessor
+        mode = ["-x", "assembler-with-cpp"] if src.suffix == ".S" else ["-std=c99", "-fpreprocessed", "-dD"]
+        p = subprocess.run(["gcc", *mode, "-E", "-P", src.name], cwd=lib, capture_output=True, text=True, check=True)
         for line in p.stdout.splitlines():
             if WORD.search(line):  # inside a C name (ecc_w_mid____int_injected_mid___w) is harmless
                 assert src.name == "model.c" and line.strip().startswith('"') and line.strip().endswith('",'), \
@@ -116,6 +117,10 @@ def test_model_object_has_no_injected_symbol(injected):
     syms = subprocess.run(["nm", str(objs[0])], capture_output=True, text=True, check=True).stdout
     assert "ecc_model_run" in syms and "ecc_arena" in syms
     assert [s for s in syms.split() if WORD.search(s)] == [], syms
+    (weights,) = (injected.out / "fw" / "obj").glob("*_weights.o")
+    syms = subprocess.run(["nm", str(weights)], capture_output=True, text=True, check=True).stdout
+    assert " R ecc_w_mid____int_injected_mid_____w\n" in syms  # named after its consumer's output, as a C name
+    assert [s for s in syms.split() if WORD.search(s)] == [], syms
 
 
 def test_make_fragment_still_parses(injected, tmp_path):
@@ -125,4 +130,9 @@ def test_make_fragment_still_parses(injected, tmp_path):
     lib = injected.out / "lib"
     (tmp_path / "Makefile").write_text(f"include {lib}/edgecc.mk\nshow:\n\t@echo $(EDGECC_SRCS)\n")
     out = subprocess.run(["make", "-s", "show"], cwd=tmp_path, capture_output=True, text=True, check=True).stdout
-    assert out.split()[:2] == [f"{lib}/model.c", f"{lib}/weights.c"]
+    assert out.split()[:2] == [f"{lib}/model.c", f"{lib}/{_weights_source(lib)}"]
+
+
+def _weights_source(lib: Path) -> str:
+    """weights.S when the library ships its weights as data (weights_format: blob), else weights.c."""
+    return "weights.S" if (lib / "weights.S").is_file() else "weights.c"

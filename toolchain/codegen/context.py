@@ -9,6 +9,7 @@ import numpy as np
 from toolchain.codegen.cnames import CNames
 from toolchain.codegen.filters import c_float, c_int, c_string  # noqa: F401 (c_string: re-exported)
 from toolchain.codegen.libnames import LibNames
+from toolchain.codegen.weights_blob import resolve_format
 from toolchain.io_dtypes import io_ctype, io_qparams
 from toolchain.ir import Graph, QuantParams
 from toolchain.memory import MemoryPlan
@@ -156,6 +157,12 @@ class ModelContext:
     main_region: str | None = None  # the main arena's region when the arena spans several
     names: LibNames = LibNames()  # the library's prefix and file names (`name:`; `ecc` and today's files without)
     kernel_features: tuple[tuple[str, tuple[str, ...]], ...] = ()  # ISA kernel template -> features it needs
+    weights_format: str = "c"  # c: weights.c; blob: weights.S + weights.bin (codegen.weights_blob; never "auto")
+
+    @property
+    def weights_source(self) -> str:
+        """The library's source file of the constant arrays: weights.c, or weights.S (blob), as named."""
+        return self.names.file("weights.S" if self.weights_format == "blob" else "weights.c")
 
     @property
     def kernel_header_names(self) -> tuple[str, ...]:
@@ -225,9 +232,11 @@ def array_ctype(values: np.ndarray) -> tuple[str, type]:
 
 
 def build_context(graph: Graph, plan: MemoryPlan, variants: dict[str, KernelVariant], stamp: str,
-                  weights_section: str = ".weights", names: LibNames = LibNames()) -> ModelContext:
+                  weights_section: str = ".weights", names: LibNames = LibNames(),
+                  weights_format: str = "c") -> ModelContext:
     """Resolve every kernel argument to C: arena offsets, constant symbols, literals; every symbol
-    with the library's prefix (`names`)."""
+    with the library's prefix (`names`). `weights_format` (c, blob or auto: blob above
+    codegen.weights_blob.BLOB_MIN_BYTES of arrays) is how the library ships the constant arrays."""
     wnames = CNames(f"{names.prefix}_w_")
     pnames = CNames(f"{names.prefix}_p_")  # derived arrays get their own namespace: no clash with tensor names
     consts: dict[str, ConstArray] = {}
@@ -284,4 +293,5 @@ def build_context(graph: Graph, plan: MemoryPlan, variants: dict[str, KernelVari
                         tuple(consts.values()), templates, headers, guards,
                         tuple(c_string(n.name) for n in kernels),
                         tuple(plan.offset_of(n.outputs[0]) + graph.t(n.outputs[0]).nbytes for n in kernels),
-                        arenas, plan.main_region, names, kernel_features(variants))
+                        arenas, plan.main_region, names, kernel_features(variants),
+                        resolve_format(weights_format, sum(c.nbytes for c in consts.values())))

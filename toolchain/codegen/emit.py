@@ -13,6 +13,7 @@ from jinja2 import Environment, FileSystemBytecodeCache, FileSystemLoader, Stric
 
 from toolchain.codegen.context import BoardFlags, ModelContext
 from toolchain.codegen.filters import FILTERS, c_comment
+from toolchain.codegen.weights_blob import array_bytes, blob_bytes
 
 TEMPLATE_DIR = Path(__file__).resolve().parents[1] / "c_templates"  # package data (a link to the repo's c_templates/)
 KERNEL_HEADERS = ("kernels/portable/ecc_fixed_point.h",)  # + ecc_kernels.h, generated (kernel_header)
@@ -129,9 +130,10 @@ def with_local_includes(headers: tuple[str, ...]) -> list[str]:
 
 
 def emit_library(ctx: ModelContext, lib_dir: Path, board: BoardFlags | None = None) -> list[Path]:
-    """Write the deployable model library; returns the C sources (model, weights, kernels). Files and
-    identifiers carry the library's name (ctx.names: `ecc` and today's file names by default). `board`:
-    the compiler and flags edgecc.mk / edgecc.cmake export and the ISA kernels' guards name."""
+    """Write the deployable model library; returns the sources (model.c, weights.c or weights.S,
+    kernels). Files and identifiers carry the library's name (ctx.names: `ecc` and today's file names
+    by default). `board`: the compiler and flags edgecc.mk / edgecc.cmake export and the ISA kernels'
+    guards name."""
     env = template_env()
     names = ctx.names
     board = board or BoardFlags()
@@ -147,8 +149,8 @@ def emit_library(ctx: ModelContext, lib_dir: Path, board: BoardFlags | None = No
         _write(lib_dir / names.file(Path(header).name), stamp + names.rename(text))
     for name in ("model.h", "weights.h"):
         _write(lib_dir / names.file(name), env.get_template(f"{name}.j2").render(ctx=ctx))
-    sources = [_write(lib_dir / names.file(name), env.get_template(f"{name}.j2").render(ctx=ctx))
-               for name in ("model.c", "weights.c")]
+    sources = [_write(lib_dir / names.file("model.c"), env.get_template("model.c.j2").render(ctx=ctx)),
+               _write_weights(ctx, lib_dir)]
     kernels = [names.file(kernel_file(t)) for t in ctx.kernel_templates]
     for tpl, file in zip(ctx.kernel_templates, kernels, strict=True):
         # an ISA kernel first checks the compiler targets a core with its instructions (#error naming them)
@@ -158,6 +160,18 @@ def emit_library(ctx: ModelContext, lib_dir: Path, board: BoardFlags | None = No
     _write(lib_dir / "edgecc.mk", env.get_template("edgecc.mk.j2").render(ctx=ctx, sources=kernels, board=board))
     _write(lib_dir / "edgecc.cmake", env.get_template("edgecc.cmake.j2").render(ctx=ctx, sources=kernels, board=board))
     return sources
+
+
+def _write_weights(ctx: ModelContext, lib_dir: Path) -> Path:
+    """Write the constant arrays in ctx.weights_format: weights.c (C initialisers), or weights.bin
+    and the weights.S that places it (codegen.weights_blob); returns the source to compile."""
+    if ctx.weights_format != "blob":
+        return _write(lib_dir / ctx.weights_source, template_env().get_template("weights.c.j2").render(ctx=ctx))
+    bin_name = ctx.names.file("weights.bin")
+    layout, blob = blob_bytes([(c.symbol, array_bytes(c.ctype, c.values)) for c in ctx.consts], ctx.alignment)
+    (lib_dir / bin_name).write_bytes(blob)
+    text = template_env().get_template("weights.S.j2").render(ctx=ctx, layout=layout, bin_name=bin_name)
+    return _write(lib_dir / ctx.weights_source, text)
 
 
 def emit_harness(ctx: ModelContext, fw_dir: Path, timer: str, repeats: int = 5, warmup: int = 1) -> Path:

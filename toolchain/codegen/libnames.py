@@ -8,8 +8,9 @@ linker scripts keep building. With `name: kws`:
 - symbols and macros: `ecc_` -> `kws_`, `ECC_` -> `KWS_` everywhere in the library (model API,
   weights arrays, kernels and their static helpers, include guards, the arena's section
   `.bss.kws_arena`, the profiling hooks `kws_profile_begin/end` and their switch `KWS_PROFILE`);
-- files: model.h / model.c / weights.h / weights.c -> kws_model.h, ..., and every `ecc_*` file ->
-  `kws_*` (kernel sources, so two libraries' objects never share a name in a flat build folder);
+- files: model.h / model.c / weights.h / weights.c (or weights.S + weights.bin) -> kws_model.h, ...,
+  and every `ecc_*` file -> `kws_*` (kernel sources, so two libraries' objects never share a name in
+  a flat build folder);
 - build fragments: edgecc.mk sets `KWS_SRCS` / `KWS_INC`, edgecc.cmake adds target `kws_model`.
 
 A name is lower-case letters and digits, starting with a letter, no underscore: every exported
@@ -29,7 +30,7 @@ NAME_RULE = (f"lower-case letters and digits starting with a letter, at most {MA
              "no underscore (e.g. kws or cmd2)")
 _LOWER = re.compile(r"\becc_")
 _UPPER = re.compile(r"\bECC_")
-_OWN_FILES = ("model.h", "model.c", "weights.h", "weights.c")
+_OWN_FILES = ("model.h", "model.c", "weights.h", "weights.c", "weights.S", "weights.bin")
 
 
 def name_problem(value: object) -> str | None:
