@@ -101,9 +101,10 @@ def _codes(code):
             yield from _codes(c)
 
 
-def _in_tests(fn: object) -> bool:
-    file = getattr(getattr(fn, "__code__", None), "co_filename", "")
-    return file.startswith(str(_TESTS))
+def _in_tests(obj: object) -> bool:
+    """Whether function or module `obj` is defined under tests/."""
+    file = getattr(getattr(obj, "__code__", None), "co_filename", None) or getattr(obj, "__file__", None) or ""
+    return str(file).startswith(str(_TESTS))
 
 
 def _code_names_board(fn, boards: frozenset[str], memo: dict, depth: int = 3) -> bool:
@@ -125,10 +126,12 @@ def _code_names_board(fn, boards: frozenset[str], memo: dict, depth: int = 3) ->
         if found:
             break
         found = any(_names_board(k, boards) for k in c.co_consts if isinstance(k, (str, tuple, frozenset)))
-        for name in c.co_names:
+        # globals it reads, and attributes it reads of tests/ helper modules (helium_harness.BOARD)
+        helpers = [m for m in (g.get(n) for n in c.co_names) if inspect.ismodule(m) and _in_tests(m)]
+        values = [g.get(n) for n in c.co_names] + [getattr(m, n, None) for m in helpers for n in c.co_names]
+        for v in values:
             if found:
                 break
-            v = g.get(name)
             found = _names_board(v, boards) or (depth > 0 and inspect.isfunction(v) and _in_tests(v)
                                                 and _code_names_board(v, boards, memo, depth - 1))
     memo[code] = found
