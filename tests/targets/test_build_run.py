@@ -185,11 +185,11 @@ def test_missing_mark_symbol(tmp_path: Path, require_board: Callable[[str], Targ
         run_firmware(target, elf, cwd=tmp_path, timeout_s=20, marks=["ecc_mark_op"])
 
 
-def test_missing_tools_reported() -> None:
+def test_missing_tools_reported(tmp_path: Path) -> None:
     fake = dataclasses.replace(load_target("mps2-an386"), compiler="no-such-gcc-xyz")
     assert "no-such-gcc-xyz" in missing_tools(fake)
     with pytest.raises(BuildError, match="compiler 'no-such-gcc-xyz' not found"):
-        build_firmware(fake, [], [], Path("/tmp"))
+        build_firmware(fake, [], [], tmp_path)  # it makes obj/ before the check
 
 
 @pytest.mark.needs_gcc
