@@ -95,7 +95,8 @@ def job_row(model: str, board: str, kernels: str, job: dict[str, Any], shapes: d
         return {**base, "status": "no report", "stderr": job["stderr"]}
     v = r["verification"]
     ops = [{"name": o["name"], "op_type": o["op_type"], "kind": kind_of(o["op_type"], (shapes.get(o["name"]) or [0, None])[1]),
-            "kernel": o["kernel"], "macs": o["macs"], "instructions": o.get("instructions")} for o in r["ops"]]
+            "kernel": o["kernel"], "macs": o.get("macs_live", o["macs"]), "macs_skipped": o.get("macs_skipped", 0),
+            "instructions": o.get("instructions")} for o in r["ops"]]  # macs: the MACs done (live)
     per_op_total = sum(o["instructions"] or 0 for o in ops)
     kinds = {}
     for k in KINDS:
@@ -106,10 +107,11 @@ def job_row(model: str, board: str, kernels: str, job: dict[str, Any], shapes: d
                         "share": i / per_op_total if per_op_total else None}
     batch = r.get("batch") or 1
     instr = r["total_instructions"] if batch == 1 else r["instructions_per_inference"]  # per inference
-    macs = sum(o["macs"] for o in ops)
+    macs = sum(o["macs"] for o in ops)  # live MACs; skipped: channels proven constant (passes/fold_constant_channels)
+    skipped = sum(o["macs_skipped"] for o in ops)
     return {**base, "status": r["status"], "bit_exact": v.get("bit_exact"), "tflm_bit_exact": v.get("tflm_bit_exact"),
             "samples": v.get("samples"), "instructions": instr, "est_cycles": r.get("est_cycles_total"),
-            "macs": macs, "macs_per_instruction": macs / instr if instr else None,
+            "macs": macs, "macs_skipped": skipped, "macs_per_instruction": macs / instr if instr else None,
             "flash_bytes": r["flash_bytes"], "sections": r["sections"], "weights_bytes": r.get("weights_bytes"),
             "flash_overhead_bytes": r.get("flash_overhead_bytes"), "weights_breakdown": r.get("weights_breakdown"),
             "arena_bytes": r["arena_bytes"], "ram_bytes": r.get("ram_bytes"),
@@ -175,8 +177,10 @@ def markdown(doc: dict[str, Any]) -> str:
             _m(auto.get("est_cycles")), "/".join(fmt(r.get("bit_exact")) for r in js),
             "/".join(fmt(r.get("tflm_bit_exact")) for r in js)]) + " |")
     out += ["", "## MACs per instruction per op kind", "",
-            "Cell: MACs / instruction (share of the model's per-op instructions).", "",
-            "| model | board | kernels | all | " + " | ".join(KINDS) + " |", "|---|---|---|---:|" + "---:|" * len(KINDS)]
+            "Cell: live MACs / instruction (share of the model's per-op instructions); live: the MACs done, "
+            "without those of channels proven constant (column skipped).", "",
+            "| model | board | kernels | live MACs | skipped | all | " + " | ".join(KINDS) + " |",
+            "|---|---|---|---:|---:|---:|" + "---:|" * len(KINDS)]
     for r in rows:
         if "kinds" not in r:
             continue
@@ -184,7 +188,8 @@ def markdown(doc: dict[str, Any]) -> str:
         for k in KINDS:
             c = r["kinds"].get(k)
             cells.append("-" if c is None else f"{fmt(c['macs_per_instruction'], 2)} ({c['share']:.1%})")
-        out.append(f"| {r['model']} | {r['board']} | {r['kernels']} | {fmt(r['macs_per_instruction'], 3)} | "
+        out.append(f"| {r['model']} | {r['board']} | {r['kernels']} | {_m(r.get('macs'))} | "
+                   f"{_m(r.get('macs_skipped') or 0)} | {fmt(r['macs_per_instruction'], 3)} | "
                    + " | ".join(cells) + " |")
     out += ["", "## Memory", "",
             f"Issue 6 asks flash <= weights + 16 KB ({FLASH_OVER_WEIGHTS:,} B) on mps2-an386. Flash: the model "
@@ -228,14 +233,15 @@ def readme_table(doc: dict[str, Any]) -> str:
             return "-"
         return _m(s[key]) + (f" ({s[ratio]:.2f} x {of})" if ratio and s.get(ratio) else "")
 
-    out = ["| model (MACs) | Cortex-M4 `mps2-an386` | Cortex-M55 `mps3-an547` | AArch64 `aarch64` | M4, portable C only |",
+    out = ["| model (live MACs, skipped) | Cortex-M4 `mps2-an386` | Cortex-M55 `mps3-an547` | AArch64 `aarch64` | M4, portable C only |",
            "|---|---:|---:|---:|---:|"]
     for model in INT8_MODELS:
         s = {x["board"]: x for x in doc["summary"] if x["model"] == model}
         if not s:
             continue
-        macs = next((r["macs"] for r in doc["rows"] if r["model"] == model and r.get("macs")), None)
-        out.append(f"| {TITLES[model]} int8 ({macs / 1e6:.2f} M) | "
+        row = next((r for r in doc["rows"] if r["model"] == model and r.get("macs")), {})
+        macs, skipped = row.get("macs") or 0, row.get("macs_skipped") or 0
+        out.append(f"| {TITLES[model]} int8 ({macs / 1e6:.2f} M, {skipped / 1e6:.2f} M skipped) | "
                    f"{cell(s.get('mps2-an386'), 'auto', 'ratio_auto_to_tflm_cmsis_nn', 'TFLM')} | "
                    f"{cell(s.get('mps3-an547'), 'auto', 'ratio_auto_to_tflm_cmsis_nn', 'TFLM')} | "
                    f"{cell(s.get('aarch64'), 'auto', None, '')} | "

@@ -59,7 +59,12 @@ def reference_env(graph_f32: Graph, graph_s8: Graph, inputs: Mapping[str, np.nda
     onnxruntime's value of it (`anchor`, name -> ORT's array, profiler.qdq_reference.ort_tensors)
     and then fake-quantized on the model's grids (qdq_reference.qdq_transform)."""
     transform = qdq_transform(graph_s8, anchor or {}) if is_qdq(graph_f32) else None
-    return interpret(graph_f32, inputs, keep_all=True, transform=transform)
+    env = interpret(graph_f32, inputs, keep_all=True, transform=transform)
+    # channels the int8 graph does not compute (passes.fold_constant_channels): gone from the reference too
+    for name, gone in graph_s8.meta.get("channels_dropped", {}).items():
+        if name in env and name in graph_s8.tensors and env[name].shape[-1:] != graph_s8.t(name).shape[-1:]:
+            env[name] = np.delete(env[name], gone, axis=-1)
+    return env
 
 
 @dataclass

@@ -71,7 +71,7 @@ def op_rows(ops: list[dict[str, Any]], costs: OpCosts | None, memory: dict[str, 
         row["cost_max"] = costs.per_op_max[i] if costs and costs.per_op_max else cost
         row["instructions"] = round(cost) if costs and costs.unit == "instructions" else None
         row["share"] = (cost / total) if costs and total > 0 else None
-        row["macs_per_cost"] = (op["macs"] / cost) if cost else None
+        row["macs_per_cost"] = (op.get("macs_live", op["macs"]) / cost) if cost else None  # the MACs done
         row["arena_live_bytes"] = live_bytes(memory, i) if memory else None
         row.update({k: per_num.get(op["name"], {}).get(k) for k in NUMERIC_FIELDS})
         rows.append(row)

@@ -28,7 +28,8 @@ def board_entry(board: str, exit_code: int, report: dict[str, Any] | None, error
     v = report["verification"]
     return {"board": board, "status": report["status"], "exit_code": exit_code, "error": None,
             "report": f"{board}/report.json", "cost_unit": report["cost_unit"], "total_cost": total, "macs": macs,
-            "macs_per_cost": macs / total if total else None, "arena_bytes": report["arena_bytes"],
+            "macs_per_cost": sum(o.get("macs_live", o["macs"]) for o in report["ops"]) / total if total else None,
+            "arena_bytes": report["arena_bytes"],
             "flash_bytes": report["flash_bytes"], "ram_bytes": report.get("ram_bytes"),
             "bit_exact": v.get("bit_exact"), "sqnr_db": v.get("sqnr_db")}
 

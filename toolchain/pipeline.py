@@ -42,6 +42,7 @@ from toolchain.ops.fixed_point import graph_rounding, rounding_mode
 from toolchain.ops.registry import KernelVariant
 from toolchain.placement import RegionSpec
 from toolchain.passes import run_passes
+from toolchain.passes.fold_constant_channels import fold_constant_channels
 from toolchain.passes.select_layout import select_layout
 from toolchain.passes.set_io_dtype import set_io_dtype
 from toolchain.progress import show_notes, step
@@ -154,6 +155,8 @@ def _import_model(cfg: Config, target: Target | None) -> Imported:
             graph = equalize(graph)                                   # graph approximates the equalised float graph
         n_calib = len(next(iter(calib.values())))
     qgraph = set_io_dtype(qgraph, cfg.io_dtype, str(cfg.source or "command line"))  # `io_dtype`: the API's I/O type
+    qgraph = fold_constant_channels(qgraph)                          # channels constant for every input: folded into the
+                                                                      # next layers' biases, not computed (exact)
     rows = split_zero_point_channels(qgraph, depthwise_rows=True)    # the same, depthwise fix-ups on doubled rows (Helium)
     qgraph = split_zero_point_channels(qgraph)                       # weight zero points: the ISA kernels + exact fix-up
     if not qgraph.nodes:  # e.g. x -> Identity -> y: the library would be a copy loop, the harness nothing to time

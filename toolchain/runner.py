@@ -117,11 +117,12 @@ def static_ops(build: Build) -> list[dict[str, Any]]:
         if op.is_view:
             continue
         c = op.cost(node, g)
+        skipped = int(g.meta.get("macs_skipped", {}).get(node.name, 0))  # passes.fold_constant_channels
         ops.append({"index": len(ops), "name": node.name, "op_type": node.op.value,
                     "precision": "int16" if kernel_dtype(node, g) == "s16" else "int8",  # 16x8 kernel or not
                     "kernel": build.variants[node.name].name, "kernel_reason": reasons[node.name],
                     "output_shape": list(g.t(node.outputs[0]).shape),
-                    "macs": c.macs, "weight_bytes": c.weight_bytes, "act_read_bytes": c.act_read_bytes,
+                    "macs": c.macs + skipped, "macs_live": c.macs, "macs_skipped": skipped, "weight_bytes": c.weight_bytes, "act_read_bytes": c.act_read_bytes,
                     "act_write_bytes": c.act_write_bytes, "layout": tensor_layout(g, node.outputs[0])})
     return ops
 
