@@ -13,7 +13,9 @@ from T when every reader can do without it:
   output channel j is proven constant too and can itself be dropped (recursively).
 The producer of T (a Conv2D with groups 1 or a FullyConnected) then drops output channel j: its
 weights, bias and per-channel qparams lose row j. A graph output, an Add, a Concatenation, ... keeps
-the channel. At least one channel of T stays. Every ISA kernel runs the smaller layers unchanged.
+the channel. A channel count that was a multiple of 8 (4, 2) stays one (the fast DSP / Helium / NEON
+kernels want multiples of 4 or 8), so a few droppable channels may stay. Every ISA kernel runs the
+smaller layers unchanged.
 
 graph.meta["macs_skipped"]: {node name: MACs no longer done} (the report's macs_skipped;
 macs = the op's remaining MACs + these); graph.meta["channels_dropped"]: {activation: the channels
@@ -33,6 +35,7 @@ from toolchain.passes.constant_channels import LIVE, pad_exposed, tensor_constan
 
 META_KEY = "macs_skipped"
 DROPPED_KEY = "channels_dropped"  # {activation: its original channels removed} (profiler.numerics slices references)
+ALIGN = 8  # the channel multiple kept (see _plan)
 UNARY = frozenset({"Relu", "Clamp", "AveragePool2D", "MaxPool2D", "Requantize", "LeakyRelu", "Logistic", "Tanh",
                    "HardSwish", "HardSigmoid", "LookupTable", "Mean", "SiLU"})
 
@@ -72,8 +75,11 @@ def _plan(graph: Graph, consts: dict[str, np.ndarray]) -> dict[str, list[int]]:
             continue
         y = node.outputs[0]
         cand = [j for j in np.flatnonzero(consts[y] != LIVE) if _droppable(graph, consts, y, int(j))]
-        if len(cand) == len(consts[y]):
-            cand = cand[1:]  # keep one channel: no empty tensors
+        n = len(consts[y])
+        g = next(a for a in (ALIGN, 4, 2, 1) if n % a == 0)
+        # the ISA kernels want channel counts in multiples of 4 (DSP, Helium) or 8 (NEON): a count that was
+        # one stays one, else a fast layer would fall back to a slow one; and at least g channels stay
+        cand = cand[:min(len(cand) // g * g, n - g)]
         for j in cand:
             _mark(graph, y, int(j), drops)
     return {k: sorted(v) for k, v in drops.items() if v}
