@@ -155,8 +155,10 @@ def _import_model(cfg: Config, target: Target | None) -> Imported:
             graph = equalize(graph)                                   # graph approximates the equalised float graph
         n_calib = len(next(iter(calib.values())))
     qgraph = set_io_dtype(qgraph, cfg.io_dtype, str(cfg.source or "command line"))  # `io_dtype`: the API's I/O type
-    qgraph = fold_constant_channels(qgraph)                          # channels constant for every input: folded into the
-                                                                      # next layers' biases, not computed (exact)
+    rounding, why = rounding_of(cfg)                                  # onnx for a QDQ / QLinear model, or the YAML's
+    qgraph = fold_constant_channels(replace(qgraph, meta={**qgraph.meta, "rounding": rounding}))  # channels constant
+                                                                      # for every input (proved in the model's rounding):
+                                                                      # folded into the next layers' biases, not computed
     rows = split_zero_point_channels(qgraph, depthwise_rows=True)    # the same, depthwise fix-ups on doubled rows (Helium)
     qgraph = split_zero_point_channels(qgraph)                       # weight zero points: the ISA kernels + exact fix-up
     if not qgraph.nodes:  # e.g. x -> Identity -> y: the library would be a copy loop, the harness nothing to time
@@ -165,7 +167,6 @@ def _import_model(cfg: Config, target: Target | None) -> Imported:
     check_finite_graph(qgraph, cfg.model)                             # the int8 graph's scales and constants, whatever made them
     notes = (*qgraph.meta.get(NOTES_KEY, ()), *accumulator_risks(qgraph))  # refitted weight scales; a model's own
     show_notes(notes)                                                 # int32 bias whose accumulator can wrap (kept)
-    rounding, why = rounding_of(cfg)                                  # onnx for a QDQ / QLinear model, or the YAML's
     meta = {"rounding": rounding, "rounding_why": why, NOTES_KEY: notes}
     qgraph = replace(qgraph, meta={**qgraph.meta, **meta})
     rows = None if len(rows.nodes) == len(qgraph.nodes) else replace(rows, meta={**rows.meta, **meta})

@@ -196,7 +196,8 @@ def weights_breakdown(graph: Graph, ctx: ModelContext) -> dict[str, int]:
     three above. Source: ctx.consts and graph_s8's constants. The parameters of output channels
     proven constant that a kernel does not store (ConstArray.skipped) are left out of weights /
     biases and counted under "skipped" instead, which is not part of the section (profiler.report
-    weight_fields adds it back to the model's own weights)."""
+    weight_fields adds it back to the model's own weights), with the bytes of the channels
+    passes/fold_constant_channels removed from the graph (graph.meta["weights_dropped_bytes"])."""
     used = {i for n in graph.nodes if not opdef(n).is_view for i in n.inputs if i}
     params = [t for t in graph.tensors.values() if t.is_const and t.name in used]
     skipped = [sum(c.skipped[i] for c in ctx.consts) for i in (0, 1)]
@@ -205,8 +206,9 @@ def weights_breakdown(graph: Graph, ctx: ModelContext) -> dict[str, int]:
     out["other"] = sum(t.nbytes for t in params) - out["weights"] - out["biases"] - sum(skipped)
     out["requantization"] = sum(c.nbytes for c in ctx.consts if c.role == "requantization")
     out["packing"] = sum(c.nbytes for c in ctx.consts) - sum(out.values())
-    if any(skipped):
-        out["skipped"] = sum(skipped)
+    dropped = sum(graph.meta.get("weights_dropped_bytes", (0, 0)))  # passes/fold_constant_channels: removed
+    if any(skipped) or dropped:                                      # from the graph, so not in `params` either
+        out["skipped"] = sum(skipped) + dropped
     return out
 
 

@@ -19,7 +19,9 @@ smaller layers unchanged.
 
 graph.meta["macs_skipped"]: {node name: MACs no longer done} (the report's macs_skipped;
 macs = the op's remaining MACs + these); graph.meta["channels_dropped"]: {activation: the channels
-removed, original indices} (the float reference of such a tensor is sliced to match).
+removed, original indices} (the float reference of such a tensor is sliced to match);
+graph.meta["weights_dropped_bytes"]: (int8, int32) bytes of the model's parameters no longer stored
+(the report's weights_skipped_bytes).
 """
 from __future__ import annotations
 
@@ -34,6 +36,7 @@ from toolchain.ops.registry import opdef
 from toolchain.passes.constant_channels import LIVE, pad_exposed, tensor_constants, weights_oki
 
 META_KEY = "macs_skipped"
+BYTES_KEY = "weights_dropped_bytes"  # (int8 weight bytes, int32 bias bytes) of the source model no longer stored
 DROPPED_KEY = "channels_dropped"  # {activation: its original channels removed} (profiler.numerics slices references)
 ALIGN = 8  # the channel multiple kept (see _plan)
 UNARY = frozenset({"Relu", "Clamp", "AveragePool2D", "MaxPool2D", "Requantize", "LeakyRelu", "Logistic", "Tanh",
@@ -62,7 +65,11 @@ def fold_constant_channels(graph: Graph) -> Graph:
         if d:
             skipped[n.name] = skipped.get(n.name, 0) + int(d)
     dropped = {**graph.meta.get(DROPPED_KEY, {}), **drops}
-    return replace(out, meta={**out.meta, META_KEY: skipped, DROPPED_KEY: dropped})
+    gone = [sum(g.t(i).nbytes for i in {i for n in g.nodes for i in n.inputs if i}
+                if g.t(i).is_const and g.t(i).dtype.c == c) for g in (graph, out) for c in ("int8_t", "int32_t")]
+    was = graph.meta.get(BYTES_KEY, (0, 0))
+    return replace(out, meta={**out.meta, META_KEY: skipped, DROPPED_KEY: dropped,
+                              BYTES_KEY: (was[0] + gone[0] - gone[2], was[1] + gone[1] - gone[3])})
 
 
 # ---- which channels go --------------------------------------------------------------------------
