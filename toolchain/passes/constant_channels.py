@@ -84,8 +84,9 @@ def _node_constants(node: Node, graph: Graph, consts: dict[str, np.ndarray]) -> 
         return _channelwise(node, graph, consts)
     if kind == "Concatenation":
         rank = len(graph.t(node.outputs[0]).shape)
-        if node.attrs.axis % rank != rank - 1:
-            return None
+        q = graph.t(node.outputs[0]).quant
+        if node.attrs.axis % rank != rank - 1 or any(graph.t(i).quant != q for i in node.inputs):
+            return None  # another axis, or inputs rescaled to the output's grid: claim nothing
         return np.concatenate([_in_const(graph, i, consts) for i in node.inputs])
     if kind == "Reshape":
         x, y = graph.t(node.inputs[0]), graph.t(node.outputs[0])

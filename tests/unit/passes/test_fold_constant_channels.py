@@ -15,6 +15,7 @@ from toolchain.interpret import interpret
 from toolchain.ir import DType, Graph, Node, QuantParams, Tensor
 from toolchain.ops.add import AddAttrs
 from toolchain.ops.common import NO_ACT, Window
+from toolchain.ops.concat import ConcatAttrs
 from toolchain.ops.conv2d import Conv2DAttrs
 from toolchain.ops.depthwise_conv2d import DepthwiseConv2DAttrs
 from toolchain.ops.fully_connected import FullyConnectedAttrs
@@ -90,6 +91,12 @@ class Q8:
     def add(self, a, b, scale, zp) -> str:
         y = self._out(self.t[a].shape, scale, zp)
         self.nodes.append(Node(f"n{len(self.nodes)}", OpKind.ADD, (a, b), (y,), AddAttrs()))
+        return y
+
+    def concat(self, a, b, scale, zp) -> str:
+        sa, sb = self.t[a].shape, self.t[b].shape
+        y = self._out((*sa[:-1], sa[-1] + sb[-1]), scale, zp)
+        self.nodes.append(Node(f"n{len(self.nodes)}", OpKind.CONCAT, (a, b), (y,), ConcatAttrs(3)))
         return y
 
     def w(self, *shape) -> np.ndarray:
@@ -250,6 +257,20 @@ def test_fc_after_reshape_and_alignment_keeps_multiples():
         claims, h = check(g)
         assert int((claims[r] != LIVE).sum()) == 3
         assert h.t(y).shape[-1] == cout - dropped and h.t(r).shape == (1, cout - dropped)
+
+
+def test_concat_moves_constants_only_on_one_grid():
+    # both branches at scale 0.1, zero point -128: the constants keep their places (3 + j); a Concatenation
+    # onto another grid rescales its inputs: nothing is claimed there
+    for scale, claimed in ((0.1, True), (0.2, False)):
+        b = Q8()
+        x = b.input((1, 3, 3, 3))
+        y1 = _pw_with_dead_channel(b, x, 3, dead=1, bias_dead=-500)
+        y2 = _pw_with_dead_channel(b, x, 3, dead=2, bias_dead=900)
+        c = b.concat(y1, y2, scale=scale, zp=-128)
+        claims, _ = check(b.graph(c))
+        want = [LIVE, claims[y1][1], LIVE, LIVE, LIVE, claims[y2][2]] if claimed else [LIVE] * 6
+        assert claims[c].tolist() == want and claims[y2][2] != LIVE
 
 
 def test_graph_output_keeps_its_channels():
