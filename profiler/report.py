@@ -147,8 +147,8 @@ def write_json(report: dict[str, Any], path: Path) -> None:
     write_json_file(report, path)  # strict JSON: a NaN / inf becomes null
 
 
-CSV_FIELDS = ("index", "name", "op_type", "kernel", "precision", "output_shape", "macs", "weight_bytes",
-              "act_read_bytes", "act_write_bytes", "cost", "cost_min", "cost_max", "cost_unit", "share",
+CSV_FIELDS = ("index", "name", "op_type", "kernel", "precision", "output_shape", "macs", "macs_live", "macs_skipped",
+              "weight_bytes", "act_read_bytes", "act_write_bytes", "cost", "cost_min", "cost_max", "cost_unit", "share",
               "macs_per_cost", "arena_live_bytes", *NUMERIC_FIELDS, "kernel_reason")
 
 
