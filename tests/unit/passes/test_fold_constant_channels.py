@@ -13,6 +13,7 @@ import pytest
 import toolchain.ops  # noqa: F401 - registers every op
 from toolchain.interpret import interpret
 from toolchain.ir import DType, Graph, Node, QuantParams, Tensor
+from toolchain.ir.verify import verify
 from toolchain.ops.add import AddAttrs
 from toolchain.ops.common import NO_ACT, Window
 from toolchain.ops.concat import ConcatAttrs
@@ -111,6 +112,7 @@ def check(g: Graph, samples: int = 6, seed: int = 1) -> tuple[dict, Graph]:
     same outputs bit for bit. Returns (claims, folded graph)."""
     claims = tensor_constants(g)
     h = fold_constant_channels(g)
+    verify(h, lambda node, gr: opdef(node).infer_shapes(node, gr), after="fold_constant_channels")
     rng = np.random.default_rng(seed)
     feeds = [np.full(g.t("x").shape, v, np.int8) for v in (-128, 127)]
     feeds += [rng.integers(-128, 128, g.t("x").shape).astype(np.int8) for _ in range(samples)]
@@ -287,7 +289,8 @@ def test_vww_constant_channels_exact():
     from toolchain.frontend.tflite import load_tflite
 
     g = load_tflite(str(VWW))
-    _, h = None, fold_constant_channels(g)
+    h = fold_constant_channels(g)
+    verify(h, lambda node, gr: opdef(node).infer_shapes(node, gr), after="fold_constant_channels")
     skipped = sum(h.meta["macs_skipped"].values())
     assert skipped == macs(g) - macs(h) == 3_499_736  # of 7,491,968
     claims = tensor_constants(g)
