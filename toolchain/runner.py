@@ -122,7 +122,8 @@ def static_ops(build: Build) -> list[dict[str, Any]]:
                     "precision": "int16" if kernel_dtype(node, g) == "s16" else "int8",  # 16x8 kernel or not
                     "kernel": build.variants[node.name].name, "kernel_reason": reasons[node.name],
                     "output_shape": list(g.t(node.outputs[0]).shape),
-                    "macs": c.macs + skipped, "macs_live": c.macs, "macs_skipped": skipped, "weight_bytes": c.weight_bytes, "act_read_bytes": c.act_read_bytes,
+                    "macs": c.macs + skipped, "macs_live": c.macs, "macs_skipped": skipped,
+                    "weight_bytes": c.weight_bytes, "act_read_bytes": c.act_read_bytes,
                     "act_write_bytes": c.act_write_bytes, "layout": tensor_layout(g, node.outputs[0])})
     return ops
 

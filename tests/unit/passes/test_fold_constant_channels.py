@@ -252,7 +252,8 @@ def test_fc_after_reshape_and_alignment_keeps_multiples():
         bias = b.rng.integers(-50, 50, cout)
         bias[[1, 4, 5]] = [-300, 400, -20]
         y = b.conv(x, w, bias, act=RELU)
-        p = b.unary(OpKind.AVG_POOL2D, y, Pool2DAttrs(Window((3, 3), (1, 1), (1, 1), (0, 0, 0, 0))), shape=(1, 1, 1, cout))
+        win = Window((3, 3), (1, 1), (1, 1), (0, 0, 0, 0))
+        p = b.unary(OpKind.AVG_POOL2D, y, Pool2DAttrs(win), shape=(1, 1, 1, cout))
         r = b.unary(OpKind.RESHAPE, p, ReshapeAttrs((1, cout)), shape=(1, cout))
         o = b.fc(r, b.w(2, cout), np.array([1, 2]))
         g = b.graph(o)
