@@ -273,9 +273,10 @@ def _sweep(args: argparse.Namespace, cfg: Config, targets: list[Target], tmp: Pa
                  "warmup": args.warmup, "optimize": args.optimize, "debug_guards": args.debug_guards,
                  "kernels": args.kernels, "boards": args.boards, "name": args.name, "precision": args.precision,
                  "weights_format": args.weights_format, "verify_chunk": args.verify_chunk, "model": args.model}
-    overrides = {k: (v.resolve() if isinstance(v, Path) else v) for k, v in overrides.items() if v is not None}
+    # paths stay as given (reports name them so); workers run in this folder (Ray tasks change into it)
+    overrides = {k: v for k, v in overrides.items() if v is not None}
     chunk_jobs = max(1, workers // len(units))  # verification chunks share what the units leave
-    jobs = [UnitJob(args.cmd, cfg.source.resolve() if cfg.source else None, overrides, args.layout, u, tmp / u.name,
+    jobs = [UnitJob(args.cmd, cfg.source, overrides, args.layout, u, tmp / u.name,
                     chunk_jobs, str(Path.cwd())) for u in units]
     how = cfg.executor or "local"
     with step(f"{len(units)} units, {min(workers, len(units))} at once ({how})", len(units)) as advance:

@@ -78,7 +78,7 @@ def expand_units(boards: list[str], matrix: dict[str, list[Any]] | None, where: 
     for board in boards:
         for point in itertools.product(*rest.values()):
             patch = dict(zip(rest, point, strict=True))
-            parts = [board] * (len(boards) > 1 or not varying) + [_part(k, patch[k]) for k in varying]
+            parts = [board] + [_part(k, patch[k]) for k in varying]
             units.append(Unit("_".join(parts), board, patch, boards[0]))
     if len(units) > MAX_UNITS:
         raise InputError(f"{where}: matrix: {len(units)} units, at most {MAX_UNITS}")
