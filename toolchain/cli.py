@@ -200,7 +200,7 @@ def _one(args: argparse.Namespace, cfg: Config, targets: list[Target], tmp: Path
 
             outcome = run_and_verify(build, data, jobs=cfg.jobs or default_jobs())
     except TargetError as e:
-        raise _target_error(e, target) from None
+        raise target_error(e, target) from None
     write_outputs(outcome.report, tmp)
     finalize(tmp, out)
 
@@ -214,7 +214,7 @@ def _one(args: argparse.Namespace, cfg: Config, targets: list[Target], tmp: Path
     return outcome.exit_code, show
 
 
-def _target_error(e: Exception, target: Target | None = None) -> EdgeccError:
+def target_error(e: Exception, target: Target | None = None) -> EdgeccError:
     """A board-side failure as the CLI's error: generated C that does not compile or link is edgecc's
     fault (InternalError, exit 4), unless the board comes from the user's own boards file (its
     toolchain flags are the likelier cause: exit 2, naming the file); a board that cannot take the

@@ -147,7 +147,7 @@ def run_unit(job: UnitJob) -> UnitResult:
     an exception; bad model or data (refused before anything is built) is `fatal`."""
     from profiler.sweep import board_entry, build_entry
     from targets import TargetError, load_target
-    from toolchain.cli import _target_error, debugging, internal_error_text
+    from toolchain.cli import target_error, debugging, internal_error_text
 
     unit, target, cfg = job.unit, None, None
     stage = "input"
@@ -174,7 +174,7 @@ def run_unit(job: UnitJob) -> UnitResult:
         return _result(unit, board_entry(unit.board, outcome.exit_code, outcome.report),
                        outcome.report, outcome.exit_code, cfg)
     except (EdgeccError, TargetError) as e:
-        err = e if isinstance(e, EdgeccError) else _target_error(e, target)
+        err = e if isinstance(e, EdgeccError) else target_error(e, target)
         if stage == "input" and isinstance(err, InputError):
             return UnitResult(unit.name, {}, None, err.exit_code, fatal=str(err))
         return _result(unit, board_entry(unit.board, err.exit_code, None, str(err)), None, err.exit_code, cfg)
