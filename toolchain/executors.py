@@ -88,9 +88,11 @@ def _processes(jobs: Sequence[UnitJob], workers: int, advance: Callable[[int], N
                 except BrokenProcessPool:
                     results[i] = _died(jobs[i], "the worker process running this unit died (killed, or out of memory)")
                 advance(1)
-        except BaseException:
-            for f in futures:
-                f.cancel()
+        except BaseException:  # an interrupt (or SIGTERM) of the sweep: stop the workers now, not after their units
+            pool.shutdown(wait=False, cancel_futures=True)
+            procs = getattr(pool, "_processes", None) or {}  # concurrent.futures keeps them by pid
+            for proc in list(procs.values()):
+                proc.terminate()  # SIGTERM: the worker unwinds like the CLI (QEMU killed, its folder removed)
             raise
     return [results[i] for i in range(len(jobs))]
 

@@ -138,3 +138,18 @@ def test_split_verification_equals_one_run(edgecc, digits_run, tmp_path):
     assert (out / "fw" / "outputs.bin").read_bytes() == (serial.out / "fw" / "outputs.bin").read_bytes()
     assert not list((out / "fw").glob(".chunk-*"))
     assert "ECC_DONE samples=10" in (out / "fw" / "run.log").read_text()  # chunk 0's run: samples 0-9
+
+
+def test_a_ray_task_that_fails_is_retried_once_and_recorded(tmp_path):
+    """A task whose worker-side code raises (here: a job the worker cannot read) fails twice (Ray retries
+    it once) and becomes that unit's internal-error entry; the sweep goes on."""
+    pytest.importorskip("ray")
+    from toolchain.executors import run_units
+    from toolchain.units import UnitJob
+
+    bad = UnitJob("build", None, {}, None, Unit("u", "host", {}, "host"), tmp_path / "u", cwd=5)  # Path(5): TypeError
+    done = []
+    (r,) = run_units([bad], 1, "ray", done.append)
+    assert done == [1] and r.exit_code == 4 and r.report is None
+    assert r.entry["unit"] == "u" and r.entry["status"] == "error"
+    assert "failed twice (retried once)" in r.entry["error"] and "TypeError" in r.entry["error"]
