@@ -2,7 +2,7 @@
 
   edgecc run   [CONFIG.yaml] [--model PATH] [--board NAME[,NAME...]|all] [--boards FILE] [--calibration DATA] [--verify DATA]
                [--out DIR] [--repeat N] [--warmup N] [--optimize speed|ram] [--kernels auto|portable]
-               [--debug-guards] [--name NAME] [--quiet]
+               [--debug-guards] [--name NAME] [--jobs N] [--executor local|ray[=ADDRESS]] [--verify-chunk N] [--quiet]
   edgecc build [CONFIG.yaml] [same flags]          write OUT/lib and OUT/fw without running
   edgecc compare A/report.json B/report.json [--max-regression 5%] [--force]
   edgecc boards [--boards FILE]                    list the boards of boards.yaml (and of FILE)

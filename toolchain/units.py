@@ -119,6 +119,7 @@ class UnitResult:
 
 
 _IMPORTS: dict[str, Any] = {}   # per process: import and quantize once per (model, settings, budget board)
+IMPORTS_KEPT = 8                # imported models kept per process (oldest dropped first)
 
 
 def _imported(cfg: Any, target: Any) -> Any:
@@ -126,7 +127,8 @@ def _imported(cfg: Any, target: Any) -> Any:
 
     key = repr((replace(cfg, board="", out=Path("."), jobs=None, executor=None, verify_chunk=None), target.name))
     if key not in _IMPORTS:
-        _IMPORTS.clear()  # one model at a time is enough: units come ordered by board, then point
+        if len(_IMPORTS) >= IMPORTS_KEPT:  # units come ordered by board, then point: the few points of a board
+            _IMPORTS.pop(next(iter(_IMPORTS)))
         _IMPORTS[key] = import_model(cfg, target)
     return _IMPORTS[key]
 
