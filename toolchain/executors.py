@@ -6,7 +6,8 @@ Every executor runs the same function (toolchain.units.run_unit) on the same Uni
 folder of its own, and returns the results in the units' order, so OUT and summary.json are the same
 whichever ran them. A Ray task builds in a temp folder of its worker and sends the folder back as a
 tar, unpacked into OUT/<unit>/; a task that fails (its worker died, or Ray lost it) is retried once,
-then recorded as that unit's internal error. Not here: what a unit does (toolchain.units).
+then recorded as that unit's internal error. Under Ray a unit's verification chunks
+(toolchain.split_verify) are Ray tasks too (`ray_board_run`). Not here: what a unit does (toolchain.units).
 """
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from toolchain.errors import InputError, InternalError
 from toolchain.units import UnitJob, UnitResult, run_unit
@@ -106,7 +108,7 @@ def _ray_task(job: UnitJob) -> UnitResult:
         os.chdir(job.cwd)
     tmp = Path(tempfile.mkdtemp(prefix="edgecc-ray-"))
     try:
-        result = run_unit(replace(job, dest=tmp / job.unit.name))
+        result = run_unit(replace(job, dest=tmp / job.unit.name, chunks_on_ray=True))
         buf = io.BytesIO()
         if (tmp / job.unit.name).is_dir():
             with tarfile.open(fileobj=buf, mode="w") as tar:
@@ -115,6 +117,36 @@ def _ray_task(job: UnitJob) -> UnitResult:
         return result
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _ray_board_task(target: Any, elf: bytes, inputs: bytes, timeout_s: float, kw: dict[str, Any]) -> tuple[Any, bytes]:
+    """On a Ray worker: one board run of a verification chunk in a temp folder (the ELF and inputs.bin
+    sent along); returns its RunLog and outputs.bin."""
+    from targets.qemu import run_firmware
+
+    _worker_init()
+    tmp = Path(tempfile.mkdtemp(prefix="edgecc-ray-chunk-"))
+    try:
+        (tmp / "firmware.elf").write_bytes(elf)
+        (tmp / "inputs.bin").write_bytes(inputs)
+        log = run_firmware(target, tmp / "firmware.elf", cwd=tmp, timeout_s=timeout_s, **kw)
+        out = tmp / "outputs.bin"
+        return replace(log, command=tuple(c.replace(str(tmp.resolve()), "{cwd}") for c in log.command)), \
+            (out.read_bytes() if out.is_file() else b"")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def ray_board_run(target: Any, elf: Path, *, cwd: Path, timeout_s: float, **kw: Any) -> Any:
+    """targets.qemu.run_firmware's stand-in for split verification under the Ray executor: the chunk
+    runs as a Ray task (retried once), its outputs.bin written into `cwd` as a local run leaves it."""
+    import ray
+
+    task = ray.remote(max_retries=1, num_cpus=1)(_ray_board_task)
+    log, outputs = ray.get(task.remote(target, Path(elf).read_bytes(), (Path(cwd) / "inputs.bin").read_bytes(),
+                                       timeout_s, kw))
+    (Path(cwd) / "outputs.bin").write_bytes(outputs)
+    return replace(log, command=tuple(c.replace("{cwd}", str(Path(cwd).resolve())) for c in log.command))
 
 
 def _unpack(data: bytes, dest: Path) -> None:

@@ -286,10 +286,12 @@ def _accesses(log: Any, slow: list) -> dict[str, int] | None:
     return None if per is None else {r.name: n for r, n in zip(slow, per, strict=True)}
 
 
-def run_and_verify(build: Build, data: dict[str, np.ndarray] | None = None, jobs: int = 1) -> Outcome:
+def run_and_verify(build: Build, data: dict[str, np.ndarray] | None = None, jobs: int = 1,
+                   board_run: Any = None) -> Outcome:
     """Run the firmware on all verification samples `data` (from `verification_data`, read now if
     None; one run, or with `verify_chunk` one run per chunk of samples, `jobs` at once:
-    toolchain.split_verify), verify, and build the report."""
+    toolchain.split_verify, each chunk run by `board_run`, default run_firmware; the Ray executor's
+    runs them as Ray tasks), verify, and build the report."""
     cfg, g, target = build.config, build.graph_s8, build.target
     if data is None:
         data = verification_data(cfg, build.graph_f32, g)
@@ -309,7 +311,7 @@ def run_and_verify(build: Build, data: dict[str, np.ndarray] | None = None, jobs
             pending = pool.submit(run_firmware, target, build.firmware.elf, cwd=build.fw_dir, timeout_s=timeout,
                                   **run_kw)
         else:  # split verification: the same firmware on slices of the samples, outputs joined in order
-            pending = pool.submit(run_chunks, build, q, bounds, jobs, run_firmware,
+            pending = pool.submit(run_chunks, build, q, bounds, jobs, board_run or run_firmware,
                                   lambda n: target.run_timeout_s(expected_instructions(build, n)), **run_kw)
         # every sample's int8 values, several samples per numpy call where the graph allows (the same values);
         # the first MAX_SAMPLES keep every tensor for the per-op numerics

@@ -103,6 +103,7 @@ class UnitJob:
     dest: Path
     chunk_jobs: int = 1   # verification chunks run at once (split verification)
     cwd: str = ""         # the driver's working folder (relative paths; Ray workers start elsewhere)
+    chunks_on_ray: bool = False  # split verification's chunks as Ray tasks (the unit runs in a Ray task)
 
 
 @dataclass
@@ -171,7 +172,10 @@ def run_unit(job: UnitJob) -> UnitResult:
         from profiler.outputs import write_outputs
         from toolchain.runner import run_and_verify
 
-        outcome = run_and_verify(build, data, jobs=job.chunk_jobs)
+        board_run = None
+        if job.chunks_on_ray:
+            from toolchain.executors import ray_board_run as board_run
+        outcome = run_and_verify(build, data, jobs=job.chunk_jobs, board_run=board_run)
         write_outputs(outcome.report, job.dest)
         return _result(unit, board_entry(unit.board, outcome.exit_code, outcome.report),
                        outcome.report, outcome.exit_code, cfg)

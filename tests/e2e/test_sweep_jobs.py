@@ -153,3 +153,16 @@ def test_a_ray_task_that_fails_is_retried_once_and_recorded(tmp_path):
     assert done == [1] and r.exit_code == 4 and r.report is None
     assert r.entry["unit"] == "u" and r.entry["status"] == "error"
     assert "failed twice (retried once)" in r.entry["error"] and "TypeError" in r.entry["error"]
+
+
+def test_split_verification_on_ray_equals_one_run(edgecc, digits_run, tmp_path):
+    """Under the Ray executor the unit is a Ray task and its chunks Ray tasks too: the same report."""
+    pytest.importorskip("ray")
+    serial = digits_run("mps2-an386")
+    out = tmp_path / "ray"
+    res = edgecc("run", DIGITS_YAML, "--board", "mps2-an386", "--verify-chunk", "10", "--jobs", "2",
+                 "--executor", "ray", "--out", out, "--quiet")
+    assert res.code == 0, res.err
+    split = json.loads((out / "mps2-an386" / "report.json").read_text())  # Ray: always a sweep's layout
+    assert comparable(split) == comparable(serial.report)
+    assert (out / "mps2-an386" / "fw" / "outputs.bin").read_bytes() == (serial.out / "fw" / "outputs.bin").read_bytes()
