@@ -18,7 +18,8 @@ MAX_OP_ROWS = 40  # per-op rows in the terminal table; longer models: see each b
 
 
 def board_entry(board: str, exit_code: int, report: dict[str, Any] | None, error: str | None = None) -> dict[str, Any]:
-    """summary.json's entry for one board (from its report, or the error that stopped it)."""
+    """summary.json's entry for one board (from its report, or the error that stopped it); a sweep adds
+    the unit's name, matrix values and model (toolchain.units)."""
     if report is None:
         return {"board": board, "status": "error", "exit_code": exit_code, "error": error, "report": None,
                 "cost_unit": None, "total_cost": None, "macs": None, "macs_per_cost": None, "arena_bytes": None,
@@ -75,12 +76,14 @@ def print_sweep(doc: dict[str, Any], reports: dict[str, dict[str, Any]]) -> None
               pad_edge=False, title_justify="left")
     t.add_column("", no_wrap=True, max_width=26, overflow="ellipsis")
     short = {"instructions": "insns", "us": "us", "cycles": "cycles"}
+    key = {id(e): e.get("unit") or e["board"] for e in entries}  # a sweep's units; reports are keyed by unit
     for e in entries:
-        name = e["board"] if len(e["board"]) < 9 or "-" not in e["board"] else e["board"].replace("-", "-\n", 1)
+        label = key[id(e)]
+        name = label if len(label) < 9 or "-" not in label else label.replace("-", "-\n", 1)
         t.add_column(f"{name}\n({short.get(e['cost_unit'], '-')})", justify="right", overflow="fold")
-    digits = {e["board"]: 2 if e["cost_unit"] == "us" else 0 for e in entries}
+    digits = {key[id(e)]: 2 if e["cost_unit"] == "us" else 0 for e in entries}
     rows = [("status", lambda e: e["status"]),
-            ("total cost", lambda e: _f(e["total_cost"], digits[e["board"]])),
+            ("total cost", lambda e: _f(e["total_cost"], digits[key[id(e)]])),
             ("MACs per cost unit", lambda e: _f(e["macs_per_cost"], 2)),
             ("arena B", lambda e: _f(e["arena_bytes"])),
             ("flash B", lambda e: _f(e["flash_bytes"])),
@@ -93,10 +96,10 @@ def print_sweep(doc: dict[str, Any], reports: dict[str, dict[str, Any]]) -> None
         t.add_section()
         costs = {b: {o["name"]: o["cost"] for o in r["ops"]} for b, r in reports.items()}  # orders may differ
         for o in ops:
-            t.add_row(squeeze(o["name"], 26), *(_f(costs.get(e["board"], {}).get(o["name"]), digits[e["board"]])
+            t.add_row(squeeze(o["name"], 26), *(_f(costs.get(key[id(e)], {}).get(o["name"]), digits[key[id(e)]])
                                                  for e in entries))
     console = Console(width=max(100, Console().width))
     console.print(t)
     for e in entries:
         if e["error"]:
-            console.print(f"{e['board']}: error: {e['error']}", highlight=False)
+            console.print(f"{key[id(e)]}: error: {e['error']}", highlight=False)

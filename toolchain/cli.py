@@ -2,7 +2,7 @@
 
   edgecc run   [CONFIG.yaml] [--model PATH] [--board NAME[,NAME...]|all] [--boards FILE] [--calibration DATA] [--verify DATA]
                [--out DIR] [--repeat N] [--warmup N] [--optimize speed|ram] [--kernels auto|portable]
-               [--debug-guards] [--name NAME] [--quiet]
+               [--debug-guards] [--name NAME] [--jobs N] [--executor local|ray[=ADDRESS]] [--verify-chunk N] [--quiet]
   edgecc build [CONFIG.yaml] [same flags]          write OUT/lib and OUT/fw without running
   edgecc compare A/report.json B/report.json [--max-regression 5%] [--force]
   edgecc boards [--boards FILE]                    list the boards of boards.yaml (and of FILE)
@@ -12,8 +12,11 @@ Exit status: 0 pass; 1 verification mismatch (complete OUT written) or, for comp
 exceeded; 2 bad input or usage (nothing written); 3 guest fault or timeout (complete OUT with the
 log and the running op); 4 internal error: a bug in edgecc (an unexpected exception, or generated C that
 does not build), one line, nothing written (EDGECC_DEBUG=1: the traceback, and the temp folder kept).
-A sweep over several boards writes OUT/<board>/ each and OUT/summary.json
-and exits with the worst board's status (4 > 3 > 2 > 1 > 0); a build sweep writes the summary too.
+A sweep (several boards, or a YAML `matrix:` of boards x models x options) writes OUT/<unit>/ each and
+OUT/summary.json and exits with the worst unit's status (4 > 3 > 2 > 1 > 0); a build sweep writes the
+summary too. Units run --jobs N at once (default: the cores) in local processes or, with --executor ray,
+as Ray tasks (toolchain.executors); --verify-chunk N splits a run's verification samples into board runs
+of N samples (toolchain.split_verify).
 Everything is built in a temporary folder beside OUT and renamed into place at the end; an existing
 OUT is replaced only if edgecc wrote it (marker OUT/.edgecc) or it is empty.
 """
@@ -74,6 +77,12 @@ def _parser() -> argparse.ArgumentParser:
                             "fast to build), auto (default): blob above 256 KiB")
         s.add_argument("--layout", type=str.upper, choices=("NHWC", "NCHW"),
                        help="layout of 4-D DATA (YAML preprocess.layout; default NHWC, or the model's own when only that fits)")
+        s.add_argument("--jobs", type=int, metavar="N", help="a sweep's units (board x model x matrix point) and "
+                                                             "verification chunks run N at once (default: the cores)")
+        s.add_argument("--executor", metavar="local|ray[=ADDRESS]", help="where a sweep's units run: local processes "
+                                                                         "(default) or Ray tasks (pip install edgecc[ray])")
+        s.add_argument("--verify-chunk", type=int, metavar="N", help="split verification: the board runs N samples "
+                                                                     "per run, the runs at once, one merged report")
         s.add_argument("--quiet", action="store_true", help="no table and no progress, only errors and the final line")
     c = sub.add_parser("compare", help="per-op and total deltas of two report.json; non-zero exit over budget")
     c.add_argument("a", type=Path, help="baseline report.json")
@@ -129,18 +138,23 @@ def _job(args: argparse.Namespace) -> int:
                                     "verify": args.verify, "out": args.out, "repeats": args.repeat,
                                     "warmup": args.warmup, "optimize": args.optimize, "debug_guards": args.debug_guards,
                                     "kernels": args.kernels, "boards": args.boards, "name": args.name,
-                                    "precision": args.precision, "weights_format": args.weights_format})
+                                    "precision": args.precision, "weights_format": args.weights_format,
+                                    "jobs": args.jobs, "executor": args.executor, "verify_chunk": args.verify_chunk})
     if args.layout:  # the data's layout (preprocess.layout), over the YAML's
         from dataclasses import replace
         cfg = replace(cfg, preprocess=replace(cfg.preprocess, layout=args.layout))
-    targets = _targets(cfg.board, cfg.boards)
+    board_spec = cfg.board
+    if cfg.matrix and "board" in cfg.matrix and args.board is None:  # the matrix's boards; --board wins
+        board_spec = ",".join(str(b) for b in cfg.matrix["board"])
+    targets = _targets(board_spec, cfg.boards)
     out = cfg.out.resolve()
     check_out(out, [p for p in (cfg.source, cfg.model, cfg.calibration, cfg.verify, cfg.boards) if p is not None])
     tmp, created = make_tmp(out)
     try:
         # nothing else prints while the bars are live but one-line notes (none under --quiet)
         with progress.shown(progress.wanted(args.quiet)), progress.notes_shown(not args.quiet):
-            job = _one if len(targets) == 1 else _sweep
+            job = _one if len(targets) == 1 and not cfg.matrix and not (cfg.executor or "").startswith("ray") \
+                else _sweep
             try:
                 code, show = job(args, cfg, targets, tmp, out)
             except OSError as e:  # a full disk, quota or read-only file system while writing: exit 2, one line
@@ -182,9 +196,11 @@ def _one(args: argparse.Namespace, cfg: Config, targets: list[Target], tmp: Path
             return 0, lambda: print(f"edgecc: wrote {out}/lib (model library, arena {build.plan.arena_bytes} B) "
                                     f"and {out}/fw/firmware.elf")
         with step(f"{target.name}: run on the board, verify, measure the error per op"):
-            outcome = run_and_verify(build, data)
+            from toolchain.executors import default_jobs
+
+            outcome = run_and_verify(build, data, jobs=cfg.jobs or default_jobs())
     except TargetError as e:
-        raise _target_error(e, target) from None
+        raise target_error(e, target) from None
     write_outputs(outcome.report, tmp)
     finalize(tmp, out)
 
@@ -198,7 +214,7 @@ def _one(args: argparse.Namespace, cfg: Config, targets: list[Target], tmp: Path
     return outcome.exit_code, show
 
 
-def _target_error(e: Exception, target: Target | None = None) -> EdgeccError:
+def target_error(e: Exception, target: Target | None = None) -> EdgeccError:
     """A board-side failure as the CLI's error: generated C that does not compile or link is edgecc's
     fault (InternalError, exit 4), unless the board comes from the user's own boards file (its
     toolchain flags are the likelier cause: exit 2, naming the file); a board that cannot take the
@@ -241,39 +257,38 @@ def _tflm_differs(report: dict) -> str | None:
 
 def _sweep(args: argparse.Namespace, cfg: Config, targets: list[Target], tmp: Path,
            out: Path) -> tuple[int, Callable[[], None]]:
-    """Several boards: the model is imported and quantized once, then built (and run) per board
-    into OUT/<board>/; a board that fails to build is recorded and the sweep goes on."""
-    from profiler.outputs import write_outputs
-    from profiler.sweep import board_entry, build_entry, print_sweep, summary, write_summary
-    from targets import TargetError
-    from toolchain.pipeline import compile_model, import_model
+    """Several units (boards x the YAML's matrix points, toolchain.units), each built (and run) into
+    OUT/<unit>/ by the executor (toolchain.executors: --jobs N processes, or Ray); a unit that fails is
+    recorded in summary.json and the sweep goes on. Bad model or data fails the whole sweep (exit 2,
+    nothing written), as for one board."""
+    from profiler.sweep import print_sweep, summary, write_summary
+    from toolchain.executors import default_jobs, run_units
     from toolchain.progress import step
-    from toolchain.runner import run_and_verify, verification_data
+    from toolchain.units import UnitJob, expand_units
 
-    with step("import and quantize (shared by the boards)"):
-        imported = import_model(cfg, targets[0])  # precision auto's budgets: the first board's arena and cost
-        # bad verification DATA is refused before any C is built
-        data = verification_data(cfg, imported.graph_f32, imported.graph_s8) if args.cmd == "run" else None
-    entries, reports = [], {}
-    with step(f"boards: {', '.join(t.name for t in targets)}", len(targets)) as advance:
-        for target in targets:
-            sub = tmp / target.name
-            try:
-                build = compile_model(cfg, target, sub, profile=args.cmd == "run" or bool(cfg.profile),
-                                      imported=imported)
-                if args.cmd == "run":
-                    with step(f"{target.name}: run on the board, verify, measure the error per op"):
-                        outcome = run_and_verify(build, data)
-                    write_outputs(outcome.report, sub)
-                    reports[target.name] = outcome.report
-                entries.append(board_entry(target.name, outcome.exit_code, reports[target.name])
-                               if args.cmd == "run" else build_entry(target.name, build))
-            except (EdgeccError, TargetError) as e:
-                err = e if isinstance(e, EdgeccError) else _target_error(e, target)
-                entries.append(board_entry(target.name, err.exit_code, None, str(err)))
-            advance(1)
-    doc = summary(str(cfg.model), entries)
-    write_summary(doc, tmp / "summary.json")  # build too: which boards built, with arena and flash
+    where = str(cfg.source) if cfg.source else "command line"
+    units = expand_units([t.name for t in targets], cfg.matrix, where)
+    workers = cfg.jobs or default_jobs()
+    overrides = {"calibration": args.calibration, "verify": args.verify, "repeats": args.repeat,
+                 "warmup": args.warmup, "optimize": args.optimize, "debug_guards": args.debug_guards,
+                 "kernels": args.kernels, "boards": args.boards, "name": args.name, "precision": args.precision,
+                 "weights_format": args.weights_format, "verify_chunk": args.verify_chunk, "model": args.model}
+    # paths stay as given (reports name them so); workers run in this folder (Ray tasks change into it)
+    overrides = {k: v for k, v in overrides.items() if v is not None}
+    chunk_jobs = max(1, workers // len(units))  # verification chunks share what the units leave
+    jobs = [UnitJob(args.cmd, cfg.source, overrides, args.layout, u, tmp / u.name,
+                    chunk_jobs, str(Path.cwd())) for u in units]
+    how = cfg.executor or "local"
+    with step(f"{len(units)} units, {min(workers, len(units))} at once ({how})", len(units)) as advance:
+        results = run_units(jobs, workers, cfg.executor, advance)
+    fatal = next((r.fatal for r in results if r.fatal), None)
+    if fatal:
+        raise InputError(fatal)
+    entries = [r.entry for r in results]
+    reports = {r.name: r.report for r in results if r.report is not None}
+    models = list(dict.fromkeys(e.get("model") or str(cfg.model) for e in entries))
+    doc = summary(", ".join(models), entries)
+    write_summary(doc, tmp / "summary.json")  # build too: which units built, with arena and flash
     finalize(tmp, out)
 
     def show() -> None:
@@ -281,16 +296,16 @@ def _sweep(args: argparse.Namespace, cfg: Config, targets: list[Target], tmp: Pa
             print_sweep(doc, reports)
         for e in entries:
             if args.cmd == "build":
-                print(f"edgecc: {e['board']}: " + (f"ERROR: {e['error']}" if e["error"] else
-                                                   f"wrote {out}/{e['board']}/lib and fw/firmware.elf"))
+                print(f"edgecc: {e['unit']}: " + (f"ERROR: {e['error']}" if e["error"] else
+                                                  f"wrote {out}/{e['unit']}/lib and fw/firmware.elf"))
             else:
-                where = e["error"] or f"{out}/{e['board']}/report.json"
-                rep = reports.get(e["board"]) or {}
+                where = e["error"] or f"{out}/{e['unit']}/report.json"
+                rep = reports.get(e["unit"]) or {}
                 why = "".join(f"{w}; " for w in (_emulator_said(rep), _tflm_differs(rep), _gates_failed(rep)) if w)
-                where = f"{why}{where}"
-                print(f"edgecc: {e['board']}: {VERDICTS[e['exit_code']]}: {where}")
+                print(f"edgecc: {e['unit']}: {VERDICTS[e['exit_code']]}: {why}{where}")
         verdict = VERDICTS[doc["exit_code"]] if args.cmd == "run" or doc["exit_code"] else "BUILT"
-        print(f"edgecc: {verdict} (worst of {len(entries)} boards): summary in {out}/summary.json")
+        noun = "units" if cfg.matrix else "boards"
+        print(f"edgecc: {verdict} (worst of {len(entries)} {noun}): summary in {out}/summary.json")
 
     return doc["exit_code"], show
 

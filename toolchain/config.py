@@ -19,16 +19,18 @@ PREPROCESS_KEYS = {"cast", "resize", "scale", "mean", "std", "channel_order", "l
 # The flag that sets each key from the command line (errors blame the flag, not the YAML).
 FLAGS = {"board": "--board", "repeats": "--repeat", "warmup": "--warmup", "optimize": "--optimize",
          "debug_guards": "--debug-guards", "kernels": "--kernels", "name": "--name", "precision": "--precision",
-         "weights_format": "--weights-format"}
+         "weights_format": "--weights-format", "jobs": "--jobs", "executor": "--executor",
+         "verify_chunk": "--verify-chunk"}
 # Strict value checks per key: YAML has no schema, and Python's int()/float()/bool() would turn
 # `repeats: 2.7` into 2, `profile: "false"` into True and `min_top1_agreement: 97` into a gate
 # that can never pass, so each kind is checked as written.
-_STRS = ("board", "weights_section", "name")
+_STRS = ("board", "weights_section", "name", "executor")
 _CHOICES = {"calibration_method": ("mse", "minmax", "percentile", "kl", "auto"), "rounding": ("tflm", "onnx"),
             "optimize": ("speed", "ram"), "kernels": ("auto", "portable"), "io_layout": ("NHWC", "NCHW"),
             "io_dtype": ("int8", "uint8", "float32"), "precision": ("int8", "int16", "auto"),
             "weights_format": ("auto", "c", "blob")}
-_INTS = {"repeats": (1, 1000), "warmup": (0, 1000), "batch": (1, 4096), "max_arena_bytes": (1, 1 << 40)}
+_INTS = {"repeats": (1, 1000), "warmup": (0, 1000), "batch": (1, 4096), "max_arena_bytes": (1, 1 << 40),
+         "jobs": (1, 1024), "verify_chunk": (1, 1 << 24)}
 _FLOATS = {"min_top1_agreement": (0.0, 1.0), "min_sqnr_db": (-math.inf, math.inf), "max_cost_ratio": (1.0, 1e6)}
 # precision_target (precision: auto): the held-out figures at which the search stops moving layers to int16
 TARGET_KEYS = {"agreement": (0.0, 1.0), "sqnr_db": (-math.inf, math.inf)}
@@ -83,6 +85,8 @@ def _checked(key: str, value: Any, where: str) -> Any:
         raise bad(f"a name of at most {MAX_TEXT} characters without control characters")
     if key == "weights_section" and not SECTION_RE.fullmatch(value):
         raise bad("a linker section name such as .weights (letters, digits, _ . $)")
+    if key == "executor" and value != "local" and value != "ray" and not (value.startswith("ray=") and value[4:].strip()):
+        raise bad("local, ray (a local Ray instance) or ray=ADDRESS (a running Ray cluster)")
     if key == "name" and name_problem(value):
         raise bad(f"a library name: {name_problem(value)}")
     if key == "weights_section" and RAM_SECTION_RE.match(value):
@@ -150,6 +154,14 @@ class Config:
     # how OUT/lib ships the constant arrays: c (weights.c, C initialisers), blob (weights.bin placed by a
     # weights.S with .incbin: big models build in seconds), auto: blob above 256 KiB (toolchain.codegen.weights_blob)
     weights_format: str = "auto"
+    # sweeps (toolchain.units, toolchain.executors): processes running units at once (None: the machine's
+    # cores), where they run (local processes, ray, ray=ADDRESS), and the samples per verification chunk
+    # (None: one board run over all samples)
+    jobs: int | None = None
+    executor: str | None = None
+    verify_chunk: int | None = None
+    # the YAML's `matrix:` ({key: [values]}, validated by toolchain.units.matrix_points): one unit per point
+    matrix: dict[str, list[Any]] | None = None
     source: Path | None = None  # the YAML file, for messages
 
 
@@ -247,8 +259,9 @@ def _precision_target(raw: Any, where: str) -> dict[str, float | None]:
     return out
 
 
-def load_config(path: Path | None, overrides: dict[str, Any]) -> Config:
-    """Read the YAML (if given) and apply the CLI overrides (None values are ignored).
+def load_config(path: Path | None, overrides: dict[str, Any], patch: dict[str, Any] | None = None) -> Config:
+    """Read the YAML (if given), replace its keys by `patch` (a matrix point: values as written in
+    the YAML, paths relative to it) and apply the CLI overrides (None values are ignored).
 
     Raises InputError for a missing/unreadable YAML, unknown keys or bad values, and when no
     model is given at all.
@@ -264,6 +277,8 @@ def load_config(path: Path | None, overrides: dict[str, Any]) -> Config:
         if not isinstance(raw, dict):
             raise InputError(f"{where}: expected a mapping of keys at the top level, not {clip_repr(raw)}")
         base = path.parent
+    if patch:
+        raw = {**raw, **patch}
     known = {f.name for f in fields(Config)} - {"source"}
     unknown = sorted(clip_repr(k, 40) if not isinstance(k, str) else clip_text(k, 40) for k in raw if k not in known)
     if unknown:
@@ -283,6 +298,9 @@ def load_config(path: Path | None, overrides: dict[str, Any]) -> Config:
     kw["preprocess"] = _preprocess(raw.get("preprocess"), where)
     if raw.get("input_shapes") is not None:
         kw["input_shapes"] = _input_shapes(raw["input_shapes"], where)
+    if raw.get("matrix") is not None:
+        from toolchain.units import check_matrix
+        kw["matrix"] = check_matrix(raw["matrix"], where)
     if raw.get("precision_target") is not None:
         kw["precision_target"] = _precision_target(raw["precision_target"], where)
     for key, value in overrides.items():

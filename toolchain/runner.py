@@ -44,6 +44,7 @@ from toolchain.ops.registry import kernel_dtype, opdef
 from toolchain.output_figures import output_figures
 from toolchain.pipeline import Build, expected_instructions, write_inputs
 from toolchain.progress import warning
+from toolchain.split_verify import chunk_bounds, run_chunks
 from toolchain.tflm_oracle import tflm_verification
 
 REFERENCE = "edgecc numpy int8 interpreter (TFLite int8 reference semantics, double rounding)"
@@ -287,9 +288,12 @@ def _accesses(log: Any, slow: list) -> dict[str, int] | None:
     return None if per is None else {r.name: n for r, n in zip(slow, per, strict=True)}
 
 
-def run_and_verify(build: Build, data: dict[str, np.ndarray] | None = None) -> Outcome:
+def run_and_verify(build: Build, data: dict[str, np.ndarray] | None = None, jobs: int = 1,
+                   board_run: Any = None) -> Outcome:
     """Run the firmware on all verification samples `data` (from `verification_data`, read now if
-    None; one run), verify, and build the report."""
+    None; one run, or with `verify_chunk` one run per chunk of samples, `jobs` at once:
+    toolchain.split_verify, each chunk run by `board_run`, default run_firmware; the Ray executor's
+    runs them as Ray tasks), verify, and build the report."""
     cfg, g, target = build.config, build.graph_s8, build.target
     if data is None:
         data = verification_data(cfg, build.graph_f32, g)
@@ -299,12 +303,18 @@ def run_and_verify(build: Build, data: dict[str, np.ndarray] | None = None) -> O
     out_file = build.fw_dir / "outputs.bin"
     out_file.unlink(missing_ok=True)
     timeout = target.run_timeout_s(expected_instructions(build, samples))
+    bounds = chunk_bounds(samples, cfg.verify_chunk)
     with ThreadPoolExecutor(max_workers=1) as pool:  # the board runs while Python computes the references
         # regions with wait states: the plugin counts data accesses to each (cycle estimate, memory.regions)
         slow = [r for r in target.memory.regions if r.wait_states] if target.cycle_costs is not None else []
-        pending = pool.submit(run_firmware, target, build.firmware.elf, cwd=build.fw_dir, timeout_s=timeout,
-                              marks=MARK_SYMBOLS, classes=target.cycle_costs is not None,
-                              regions=[(r.address, r.end) for r in slow])
+        run_kw = {"marks": MARK_SYMBOLS, "classes": target.cycle_costs is not None,
+                  "regions": [(r.address, r.end) for r in slow]}
+        if len(bounds) == 1:
+            pending = pool.submit(run_firmware, target, build.firmware.elf, cwd=build.fw_dir, timeout_s=timeout,
+                                  **run_kw)
+        else:  # split verification: the same firmware on slices of the samples, outputs joined in order
+            pending = pool.submit(run_chunks, build, q, bounds, jobs, board_run or run_firmware,
+                                  lambda n: target.run_timeout_s(expected_instructions(build, n)), **run_kw)
         # every sample's int8 values, several samples per numpy call where the graph allows (the same values);
         # the first MAX_SAMPLES keep every tensor for the per-op numerics
         runs = [env if i < MAX_SAMPLES else {o: env[o] for o in g.outputs}
@@ -315,6 +325,8 @@ def run_and_verify(build: Build, data: dict[str, np.ndarray] | None = None) -> O
         floats = float_reference(build, data, q)
         ort_default = _ort_default_session(build, data, q)
         log = pending.result()
+        if len(bounds) > 1:
+            log, timeout = log
     # paths relative to fw/: the build folder is renamed to OUT once the run is over
     command = " ".join(log.command).replace(str(build.fw_dir.resolve()), ".")
     log_text = f"(cd fw && {command})\n--- stdout\n{log.stdout}--- stderr\n{log.stderr}"

@@ -122,7 +122,9 @@ def test_profiler_imports_no_pipeline_or_targets():
                                    "quantize")) == []
 
 
-TOP = {"toolchain.pipeline", "toolchain.runner", "toolchain.cli"}
+# the drivers: the pipeline, the runner and split verification, the CLI and the sweep units and executors
+TOP = {"toolchain.pipeline", "toolchain.runner", "toolchain.cli", "toolchain.units", "toolchain.executors",
+       "toolchain.split_verify"}
 
 
 def test_only_the_top_imports_profiler():
