@@ -103,8 +103,9 @@ def conv2d_plan_why(k: dict, x_shape: tuple[int, ...], w: np.ndarray, bias: np.n
             *map(CArg.lit, [*([] if pointwise else w.shape[1:3]), groups, *live]),
             CArg("array", blob, "wpack", split.skipped(w2d.shape[1], bias is not None) if split else (0, 0)),
             *map(CArg.lit, y_shape[1:]), CArg("act", y)]
-    # two q15 columns (16 bytes per 4-k group), plus int8 staging for im2col when in_c % 4 != 0
-    return args, (16 + 4 * (not pointwise and cin % 4 != 0)) * groups
+    # q15 columns (two for the sparse kernel, three for the others: 8 bytes each per 4-k group), plus int8
+    # staging for im2col when in_c % 4 != 0
+    return args, (8 * (2 if sparse else 3) + 4 * (not pointwise and cin % 4 != 0)) * groups
 
 
 def _conv2d_node(node: Node, graph: Graph, mode: str, pointwise: bool, sparse: bool = False) -> Plan | str:
@@ -130,7 +131,8 @@ def planned_variant(op: str, variant: str, mode: str, plan, **kw) -> KernelVaria
 
 def _conv2d_dsp(mode: str, pointwise: bool, sparse: bool = False) -> KernelVariant:
     return planned_variant("conv2d", "1x1_sparse" if sparse else "1x1" if pointwise else "", mode,
-                           lambda n, g: _conv2d_node(n, g, mode, pointwise, sparse))
+                           lambda n, g: _conv2d_node(n, g, mode, pointwise, sparse),
+                           headers=() if sparse else ("dsp/ecc_dsp_gemm3.h",))
 
 
 # sparse first: it only applies to layers with a constant channel, which it then runs faster
