@@ -89,11 +89,11 @@ def conv2d_plan_why(k: dict, x_shape: tuple[int, ...], w: np.ndarray, bias: np.n
     why = mode_why_not(f, mode, act)
     if why:
         return why
-    groups = gemm_groups(w2d.shape[1])
+    groups = gemm_groups(w2d.shape[1], 8 if sparse else 4)  # the 2x3 kernels take any group count
     if sparse:  # pointwise only: the general kernel's im2col loop has no sparse form
         blob = pack_sparse_gemm_blob(f, mode) if pointwise else None
     else:
-        blob = pack_gemm_blob(f.w, f, mode)
+        blob = pack_gemm_blob(f.w, f, mode, pad=4)
     if blob is None:
         return "no constant output channel"
     split = split_constants(f.const) if sparse else None

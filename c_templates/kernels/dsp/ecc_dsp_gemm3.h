@@ -119,11 +119,16 @@ static inline int32_t *ecc_dsp_fill3(int32_t *dst, int32_t k, int32_t zq)
 
 /* Every output-channel pair of one 2x3 pass. All 14 allocatable registers hold the block (six
  * accumulators, four widened weights, two column words, the blob and column pointers), so the loop
- * state lives in memory (m): the group loop takes four groups per iteration (entered in its middle when
- * the number of group pairs is odd) and ends when the column pointer reaches m.xend; the pair loop ends
- * when the output pointer m.oa reaches m.oend. */
+ * state lives in memory (m). The group loop takes eight groups per iteration and ends when the column
+ * pointer reaches m.xend; a pass over `groups` groups enters it at group (8 - groups % 8) % 8, whose
+ * address (every group is 20 32-bit instructions, 80 bytes; m.skip holds that offset plus the Thumb
+ * bit) is computed once into m.entry. The pair loop ends when the output pointer m.oa reaches m.oend. */
 #define ECC_DSP_GEMM3_PAIRS(EPI)                                                                   \
     __asm__ volatile(                                                                              \
+        "adr %[t0], 1f\n\t"                                                                        \
+        "ldr %[t1], %[msk]\n\t"                                                                    \
+        "add %[t0], %[t0], %[t1]\n\t"                                                              \
+        "str %[t0], %[ment]\n\t"                                                                   \
         "2:\n\t"                                                                                   \
         "ldrd %[a0], %[a1], [%[w]], #8\n\t"                                                        \
         "mov %[b0], %[a0]\n\t"                                                                     \
@@ -131,11 +136,10 @@ static inline int32_t *ecc_dsp_fill3(int32_t *dst, int32_t k, int32_t zq)
         "mov %[b1], %[a1]\n\t"                                                                     \
         "mov %[c1], %[a1]\n\t"                                                                     \
         "ldr %[x], %[mc]\n\t"                                                                      \
-        "ldr %[t0], %[mn]\n\t"                                                                     \
-        "tst %[t0], #1\n\t"                                                                        \
-        "bne 5f\n\t"                                                                               \
-        "1:\n\t" ECC_DSP_MAC3_GROUP ECC_DSP_MAC3_GROUP                                             \
-        "5:\n\t" ECC_DSP_MAC3_GROUP ECC_DSP_MAC3_GROUP                                             \
+        "ldr %[t0], %[ment]\n\t"                                                                   \
+        "bx %[t0]\n\t"                                                                             \
+        "1:\n\t" ECC_DSP_MAC3_GROUP ECC_DSP_MAC3_GROUP ECC_DSP_MAC3_GROUP ECC_DSP_MAC3_GROUP       \
+        ECC_DSP_MAC3_GROUP ECC_DSP_MAC3_GROUP ECC_DSP_MAC3_GROUP ECC_DSP_MAC3_GROUP                \
         "ldr %[t0], %[me]\n\t"                                                                     \
         "cmp %[x], %[t0]\n\t"                                                                      \
         "bne 1b\n\t"                                                                               \
@@ -158,8 +162,8 @@ static inline int32_t *ecc_dsp_fill3(int32_t *dst, int32_t k, int32_t zq)
         "bne 2b\n\t"                                                                               \
         : [a0] "=&r"(a0), [a1] "=&r"(a1), [b0] "=&r"(b0), [b1] "=&r"(b1), [c0] "=&r"(c0), [c1] "=&r"(c1), \
           [x] "=&r"(x), [t0] "=&r"(t0), [t1] "=&r"(t1), [t2] "=&r"(t2), [t3] "=&r"(t3), [t4] "=&r"(t4), \
-          [t5] "=&r"(t5), [w] "+r"(w), [moa] "+m"(m.oa)                                            \
-        : [mc] "m"(m.cols), [mn] "m"(m.nh), [me] "m"(m.xend), [mob] "m"(m.ob), [moc] "m"(m.oc),   \
+          [t5] "=&r"(t5), [w] "+r"(w), [moa] "+m"(m.oa), [ment] "=m"(m.entry)                      \
+        : [mc] "m"(m.cols), [msk] "m"(m.skip), [me] "m"(m.xend), [mob] "m"(m.ob), [moc] "m"(m.oc), \
           [mend] "m"(m.oend)                                                                       \
         : "cc", "memory" ECC_DSP_VFP3_CLOBBERS)
 
@@ -171,8 +175,8 @@ static inline int32_t *ecc_dsp_fill3(int32_t *dst, int32_t k, int32_t zq)
         (o)[oc] = ecc_dsp_out_sk(acc_c, mult, sk, which, lo, hi, mode);                            \
     } while (0)
 
-/* One GEMM pass over all output channels for three q15 columns (3-column layout; `groups` 4-k groups,
- * even and >= 2: K is zero-padded to a multiple of 8); outputs of column A at out_a, of B at out_a + ob,
+/* One GEMM pass over all output channels for three q15 columns (3-column layout; `groups` >= 1 4-k
+ * groups: K zero-padded to a multiple of 4, packing.gemm_groups(k, 4)); outputs of column A at out_a, of B at out_a + ob,
  * of C at out_a + oc (ob, oc may be 0 or repeat a column: the same value is stored twice). Assembly for
  * RELU, FULL and F32 with the range [-128, 127] (optimised builds); every other call takes the C walk. */
 static inline __attribute__((always_inline)) void ecc_dsp_gemm_3col(
@@ -185,8 +189,8 @@ static inline __attribute__((always_inline)) void ecc_dsp_gemm_3col(
     if ((mode == ECC_DSP_RELU || mode == ECC_DSP_FULL ||
          (mode == ECC_DSP_F32 && ECC_DSP_FPU && lo == -128 && hi == 127)) && pairs > 0) {
         int32_t a0, a1, b0, b1, c0, c1, x, t0, t1, t2, t3, t4, t5;
-        struct { const int32_t *cols, *xend; int32_t nh, ob, oc; int8_t *oa, *oend; } m = {
-            cols, cols + ECC_DSP_C3 * groups, groups >> 1, ob, oc, oa, oa + 2 * pairs};
+        struct { const int32_t *cols, *xend; int32_t skip, entry, ob, oc; int8_t *oa, *oend; } m = {
+            cols, cols + ECC_DSP_C3 * groups, 80 * ((8 - (groups & 7)) & 7) + 1, 0, ob, oc, oa, oa + 2 * pairs};
         if (mode == ECC_DSP_RELU) {
             ECC_DSP_GEMM3_PAIRS(ECC_DSP_EPI3(ECC_DSP_OUT_RELU));
 #if ECC_DSP_FPU
