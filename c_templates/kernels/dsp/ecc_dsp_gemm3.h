@@ -13,32 +13,34 @@
 
 #define ECC_DSP_C3 6 /* words per 4-k group of the three interleaved columns */
 
-/* Widen k int8 (k % 4 == 0, src word aligned) into one slot of the 3-column layout at dst; returns
- * dst after the last group. */
+/* one word of 4 int8 (register a) into the slot at dst, dst advancing by one group (t: scratch) */
+#define ECC_DSP_WIDEN3_WORD(a) \
+    "sxtb16 %[t], %[" a "]\n\t" \
+    "sxtb16 %[" a "], %[" a "], ror #8\n\t" \
+    "strd %[t], %[" a "], [%[d]], #24\n\t"
+
+/* Widen k int8 (k % 4 == 0, src word aligned) into one slot of the 3-column layout at dst, 16 per loop
+ * iteration (2 LDRD, 8 SXTB16, 4 STRD); returns dst after the last group. */
 static inline int32_t *ecc_dsp_widen3_a(const int8_t *src, int32_t k, int32_t *dst)
 {
     const ecc_dsp_w32 *s = (const ecc_dsp_w32 *)(const void *)src;
-    int32_t n = k >> 3;
+    int32_t n = k >> 4;
     if (n > 0) {
         int32_t a, b, t;
         __asm__ volatile(
             "1:\n\t"
             "ldrd %[a], %[b], [%[s]], #8\n\t"
-            "sxtb16 %[t], %[a]\n\t"
-            "sxtb16 %[a], %[a], ror #8\n\t"
-            "strd %[t], %[a], [%[d]], #24\n\t"
-            "sxtb16 %[t], %[b]\n\t"
-            "sxtb16 %[b], %[b], ror #8\n\t"
-            "strd %[t], %[b], [%[d]], #24\n\t"
+            ECC_DSP_WIDEN3_WORD("a") ECC_DSP_WIDEN3_WORD("b")
+            "ldrd %[a], %[b], [%[s]], #8\n\t"
+            ECC_DSP_WIDEN3_WORD("a") ECC_DSP_WIDEN3_WORD("b")
             "subs %[n], %[n], #1\n\t"
             "bne 1b\n\t"
             : [s] "+r"(s), [d] "+r"(dst), [n] "+r"(n), [a] "=&r"(a), [b] "=&r"(b), [t] "=&r"(t)
             :
             : "cc", "memory");
     }
-    if (k & 4) {
+    for (k &= 15; k > 0; k -= 4, ++s, dst += ECC_DSP_C3) {
         ecc_dsp_q15x4(s[0], dst);
-        dst += ECC_DSP_C3;
     }
     return dst;
 }
