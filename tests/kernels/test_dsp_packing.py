@@ -56,20 +56,39 @@ def _emulate(acc, mult, shift, k, mode, lo, hi):
     return np.clip(y, lo, hi) if mode == "clamp" else y
 
 
+def _emulate_relu3(acc, mult, shift, k):
+    """ECC_DSP_OUT3_RELU of ecc_dsp_gemm3.h in numpy: SMMLAR adds k << shift to the rounded high word in
+    32 bits (asserted not to wrap), ASR shift, SSAT asr #1."""
+    t = (((k << shift) << 32) + 2 * acc * mult + (1 << 31)) >> 32
+    assert np.all((t >= -2**31) & (t < 2**31))
+    return np.clip((t >> shift) >> 1, -128, 127)
+
+
 @pytest.mark.parametrize("mode", MODES)
 def test_requantization_rewrite_is_exact(mode):
     rng = np.random.default_rng(1)
     for trial in range(300):
-        e = int(rng.integers(1 if mode == "relu" else 0, 31))
+        e = int(rng.integers(1 if mode == "relu" else 0, 24 if mode == "relu" else 31))
         mult = int(rng.integers(1 << 30, 1 << 31)) if trial % 17 else 0
         off = -128 if mode == "relu" else int(rng.integers(-128, 128))
         lo, hi = ((-128, 127) if mode != "clamp" else (int(rng.integers(-128, 0)), int(rng.integers(0, 128))))
         acc = np.concatenate([rng.integers(-(1 << 26), 1 << 26, 400), np.arange(-2000, 2000)]).astype(np.int64)
+        if mode == "relu":  # the accumulator bound of fold_layer: 2 |acc| + 512 < 2^31
+            acc = np.concatenate([acc, [2**30 - 257, -(2**30 - 257)], rng.integers(-(2**30 - 257), 2**30 - 256, 200)])
         f = fold_layer(np.ones((1, 1), np.int8), np.zeros(1, np.int64), 0, [mult], [-e], off, (lo, hi))
         assert mode in f.modes
         want = np.clip(multiply_by_quantized_multiplier(acc, mult, -e) + off, lo, hi)
         got = _emulate(acc, mult, int(f.shift(mode)[0]), f.k, mode, lo, hi)
         assert np.array_equal(got, want), (trial, e, mult, off)
+        if mode == "relu":
+            assert np.array_equal(_emulate_relu3(acc, mult, int(f.shift(mode)[0]), f.k), want), (trial, e, mult)
+
+
+def test_relu_mode_needs_shift_at_most_23():
+    """ECC_DSP_OUT3_RELU adds k << (e - 1) in 32 bits: relu only for e <= 23 (full still exact beyond)."""
+    m = 1 << 30
+    assert "relu" in fold_layer(np.ones((1, 1), np.int8), None, 0, [m], [-23], -128, (-128, 127)).modes
+    assert fold_layer(np.ones((1, 1), np.int8), None, 0, [m], [-24], -128, (-128, 127)).modes == ("full", "clamp")
 
 
 def test_fold_layer_predicates():

@@ -65,23 +65,29 @@ static inline int32_t *ecc_dsp_fill3(int32_t *dst, int32_t k, int32_t zq)
 }
 
 /* one 4-k group of the 2x3 block: the two rows (t0, t1 widened to t2/t0, t3/t1) x columns A, B, C
- * (each read into t4/t5) */
-#define ECC_DSP_MAC3_COL(r0, r1) \
+ * (each read into t4/t5), added to the sums in i0 / i1 (the accumulators themselves, or the biases in c0 / c1
+ * for a pass's first group, which therefore takes column C last) */
+#define ECC_DSP_MAC3_COL(r0, r1, i0, i1) \
     "ldrd %[t4], %[t5], [%[x]], #8\n\t" \
-    "smlad %[" r0 "], %[t2], %[t4], %[" r0 "]\n\t" \
+    "smlad %[" r0 "], %[t2], %[t4], %[" i0 "]\n\t" \
     "smlad %[" r0 "], %[t0], %[t5], %[" r0 "]\n\t" \
-    "smlad %[" r1 "], %[t3], %[t4], %[" r1 "]\n\t" \
+    "smlad %[" r1 "], %[t3], %[t4], %[" i1 "]\n\t" \
     "smlad %[" r1 "], %[t1], %[t5], %[" r1 "]\n\t"
-#define ECC_DSP_MAC3_GROUP \
+#define ECC_DSP_MAC3_WIDEN \
     "ldrd %[t0], %[t1], [%[w]], #8\n\t" \
     "sxtb16 %[t2], %[t0]\n\t" \
     "sxtb16 %[t0], %[t0], ror #8\n\t" \
     "sxtb16 %[t3], %[t1]\n\t" \
-    "sxtb16 %[t1], %[t1], ror #8\n\t" \
-    ECC_DSP_MAC3_COL("a0", "a1") ECC_DSP_MAC3_COL("b0", "b1") ECC_DSP_MAC3_COL("c0", "c1")
+    "sxtb16 %[t1], %[t1], ror #8\n\t"
+#define ECC_DSP_MAC3_GROUP ECC_DSP_MAC3_WIDEN \
+    ECC_DSP_MAC3_COL("a0", "a1", "a0", "a1") ECC_DSP_MAC3_COL("b0", "b1", "b0", "b1") \
+    ECC_DSP_MAC3_COL("c0", "c1", "c0", "c1")
+#define ECC_DSP_MAC3_FIRST ECC_DSP_MAC3_WIDEN \
+    ECC_DSP_MAC3_COL("a0", "a1", "c0", "c1") ECC_DSP_MAC3_COL("b0", "b1", "c0", "c1") \
+    ECC_DSP_MAC3_COL("c0", "c1", "c0", "c1")
 
 /* The requantization of one record's pair for the six accumulators (row 0: a0 b0 c0, row 1: a1 b1 c1),
- * OUT as in ecc_dsp.h (ECC_DSP_OUT_RELU / ECC_DSP_OUT_FULL: t0..t4) */
+ * OUT as in ecc_dsp.h (ECC_DSP_OUT_FULL: t0..t4) */
 #define ECC_DSP_EPI3(OUT) \
     "ldrd %[t0], %[t1], [%[w]], #8\n\t" \
     "ldr %[t2], [%[w]], #4\n\t" \
@@ -89,6 +95,23 @@ static inline int32_t *ecc_dsp_fill3(int32_t *dst, int32_t k, int32_t zq)
     OUT("a0", "t0") OUT("b0", "t0") OUT("c0", "t0") \
     "lsr %[t2], %[t2], #8\n\t" \
     OUT("a1", "t1") OUT("b1", "t1") OUT("c1", "t1")
+/* ECC_DSP_RELU with k folded into the multiply: ((h >> sh) + k) = (h + (k << sh)) >> sh, h + (k << sh) by
+ * SMMLAR with t4 = k << sh of the row; exact while |h| + 255 * 2^sh < 2^31, which packing.fold_layer_why
+ * ensures for every relu layer (|acc| < 2^30 - 256 and sh <= 22) */
+#define ECC_DSP_OUT3_RELU(acc, m) \
+    "lsl %[" acc "], %[" acc "], #1\n\t" \
+    "smmlar %[" acc "], %[" acc "], %[" m "], %[t4]\n\t" \
+    "asr %[" acc "], %[" acc "], %[t2]\n\t" \
+    "ssat %[" acc "], #8, %[" acc "], asr #1\n\t"
+#define ECC_DSP_EPI3_RELU \
+    "ldrd %[t0], %[t1], [%[w]], #8\n\t" \
+    "ldr %[t2], [%[w]], #4\n\t" \
+    "asr %[t3], %[t2], #16\n\t" \
+    "lsl %[t4], %[t3], %[t2]\n\t" \
+    ECC_DSP_OUT3_RELU("a0", "t0") ECC_DSP_OUT3_RELU("b0", "t0") ECC_DSP_OUT3_RELU("c0", "t0") \
+    "lsr %[t2], %[t2], #8\n\t" \
+    "lsl %[t4], %[t3], %[t2]\n\t" \
+    ECC_DSP_OUT3_RELU("a1", "t1") ECC_DSP_OUT3_RELU("b1", "t1") ECC_DSP_OUT3_RELU("c1", "t1")
 /* ECC_DSP_F32 of the six sums, output range [-128, 127] (ECC_DSP_EPI_F32 of ecc_dsp.h, three columns):
  * values in s0..s5, the two scales in s6, s7 */
 #define ECC_DSP_F32_CVT3(op) op " s0, s0\n\t" op " s1, s1\n\t" op " s2, s2\n\t" op " s3, s3\n\t" \
@@ -121,8 +144,9 @@ static inline int32_t *ecc_dsp_fill3(int32_t *dst, int32_t k, int32_t zq)
 
 /* Every output-channel pair of one 2x3 pass. All 14 allocatable registers hold the block (six
  * accumulators, four widened weights, two column words, the blob and column pointers), so the loop
- * state lives in memory (m). The group loop takes eight groups per iteration and ends when the column
- * pointer reaches m.xend; a pass over `groups` groups enters it at group (8 - groups % 8) % 8, whose
+ * state lives in memory (m). A pair's first group starts from the biases (ECC_DSP_MAC3_FIRST); the
+ * others go through a loop of eight groups per iteration that ends when the column pointer reaches
+ * m.xend, entered at group 8 - (groups - 1) % 8 (8: at the test, for groups - 1 a multiple of 8), whose
  * address (every group is 20 32-bit instructions, 80 bytes; m.skip holds that offset plus the Thumb
  * bit) is computed once into m.entry. The pair loop ends when the output pointer m.oa reaches m.oend. */
 #define ECC_DSP_GEMM3_PAIRS(EPI)                                                                   \
@@ -132,12 +156,9 @@ static inline int32_t *ecc_dsp_fill3(int32_t *dst, int32_t k, int32_t zq)
         "add %[t0], %[t0], %[t1]\n\t"                                                              \
         "str %[t0], %[ment]\n\t"                                                                   \
         "2:\n\t"                                                                                   \
-        "ldrd %[a0], %[a1], [%[w]], #8\n\t"                                                        \
-        "mov %[b0], %[a0]\n\t"                                                                     \
-        "mov %[c0], %[a0]\n\t"                                                                     \
-        "mov %[b1], %[a1]\n\t"                                                                     \
-        "mov %[c1], %[a1]\n\t"                                                                     \
+        "ldrd %[c0], %[c1], [%[w]], #8\n\t"                                                        \
         "ldr %[x], %[mc]\n\t"                                                                      \
+        ECC_DSP_MAC3_FIRST                                                                         \
         "ldr %[t0], %[ment]\n\t"                                                                   \
         "bx %[t0]\n\t"                                                                             \
         "1:\n\t" ECC_DSP_MAC3_GROUP ECC_DSP_MAC3_GROUP ECC_DSP_MAC3_GROUP ECC_DSP_MAC3_GROUP       \
@@ -149,15 +170,12 @@ static inline int32_t *ecc_dsp_fill3(int32_t *dst, int32_t k, int32_t zq)
         "ldr %[t0], %[moa]\n\t"                                                                    \
         "ldr %[t1], %[mob]\n\t"                                                                    \
         "ldr %[t2], %[moc]\n\t"                                                                    \
-        "strb %[a0], [%[t0]]\n\t"                                                                  \
-        "strb %[a1], [%[t0], #1]\n\t"                                                              \
-        "add %[t3], %[t0], %[t1]\n\t"                                                              \
-        "strb %[b0], [%[t3]]\n\t"                                                                  \
-        "strb %[b1], [%[t3], #1]\n\t"                                                              \
-        "add %[t3], %[t0], %[t2]\n\t"                                                              \
-        "strb %[c0], [%[t3]]\n\t"                                                                  \
-        "strb %[c1], [%[t3], #1]\n\t"                                                              \
-        "add %[t0], %[t0], #2\n\t"                                                                 \
+        "strb %[b0], [%[t0], %[t1]]\n\t"                                                           \
+        "strb %[c0], [%[t0], %[t2]]\n\t"                                                           \
+        "strb %[a0], [%[t0]], #1\n\t"                                                              \
+        "strb %[b1], [%[t0], %[t1]]\n\t"                                                           \
+        "strb %[c1], [%[t0], %[t2]]\n\t"                                                           \
+        "strb %[a1], [%[t0]], #1\n\t"                                                              \
         "str %[t0], %[moa]\n\t"                                                                    \
         "ldr %[t1], %[mend]\n\t"                                                                   \
         "cmp %[t0], %[t1]\n\t"                                                                     \
@@ -192,9 +210,9 @@ static inline __attribute__((always_inline)) void ecc_dsp_gemm_3col(
          (mode == ECC_DSP_F32 && ECC_DSP_FPU && lo == -128 && hi == 127)) && pairs > 0) {
         int32_t a0, a1, b0, b1, c0, c1, x, t0, t1, t2, t3, t4, t5;
         struct { const int32_t *cols, *xend; int32_t skip, entry, ob, oc; int8_t *oa, *oend; } m = {
-            cols, cols + ECC_DSP_C3 * groups, 80 * ((8 - (groups & 7)) & 7) + 1, 0, ob, oc, oa, oa + 2 * pairs};
+            cols, cols + ECC_DSP_C3 * groups, 80 * (8 - ((groups - 1) & 7)) + 1, 0, ob, oc, oa, oa + 2 * pairs};
         if (mode == ECC_DSP_RELU) {
-            ECC_DSP_GEMM3_PAIRS(ECC_DSP_EPI3(ECC_DSP_OUT_RELU));
+            ECC_DSP_GEMM3_PAIRS(ECC_DSP_EPI3_RELU);
 #if ECC_DSP_FPU
         } else if (mode == ECC_DSP_F32) {
             ECC_DSP_GEMM3_PAIRS(ECC_DSP_EPI3_F32);
