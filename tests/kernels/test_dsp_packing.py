@@ -64,6 +64,15 @@ def _emulate_relu3(acc, mult, shift, k):
     return np.clip((t >> shift) >> 1, -128, 127)
 
 
+def _emulate_full3(acc, mult, shift, k):
+    """ECC_DSP_OUT3_FULL of ecc_dsp_gemm3.h in numpy (shift = e >= 1): SMMLAR adds (k << e) >> 1 plus the sign
+    of acc to the rounded high word in 32 bits (asserted not to wrap), ASR e, SSAT."""
+    kk = ((k << shift) >> 1) + (acc >> 63)
+    t = ((kk << 32) + 2 * acc * mult + (1 << 31)) >> 32
+    assert np.all((t >= -2**31) & (t < 2**31))
+    return np.clip(t >> shift, -128, 127)
+
+
 @pytest.mark.parametrize("mode", MODES)
 def test_requantization_rewrite_is_exact(mode):
     rng = np.random.default_rng(1)
@@ -82,6 +91,10 @@ def test_requantization_rewrite_is_exact(mode):
         assert np.array_equal(got, want), (trial, e, mult, off)
         if mode == "relu":
             assert np.array_equal(_emulate_relu3(acc, mult, int(f.shift(mode)[0]), f.k), want), (trial, e, mult)
+        if mode == "full" and 1 <= e <= 23:  # the 2x3 GEMM's full entry points (dsp.conv2d_plan_why)
+            big = np.concatenate([acc, [2**30 - 257, -(2**30 - 257)], rng.integers(-(2**30 - 257), 2**30 - 256, 200)])
+            want = np.clip(multiply_by_quantized_multiplier(big, mult, -e) + off, lo, hi)
+            assert np.array_equal(_emulate_full3(big, mult, e, f.k), want), (trial, e, mult, off)
 
 
 def test_relu_mode_needs_shift_at_most_23():
@@ -344,3 +357,18 @@ def test_selection_follows_the_rounding():
             for v in REGISTRY[n.op].variants:
                 if v.isa == "dsp" and ("_onnx" in v.name) != (rounding == "onnx"):
                     assert v.why_not(n, gr) is None and not v.applies(n, gr)
+
+
+def test_full_mode_of_the_2x3_gemm_needs_shift_1_to_23():
+    """dsp/conv2d and conv2d_1x1 `full` (ECC_DSP_OUT3_FULL folds k << (e - 1) into SMMLAR): shifts e in
+    [1, 23] only, other layers take the clamp entry points; the sparse kernel (2x2 GEMM) keeps full."""
+    from toolchain.isa import dsp
+    w = np.full((4, 1, 1, 8), 3, np.int8)
+    for e, ok in ((0, False), (1, True), (23, True), (24, False)):
+        k = dict(stride=(1, 1), pad=(0, 0), dilation=(1, 1), out_hw=(2, 2), input_offset=5, output_offset=3,
+                 out_mult=np.full(4, 1 << 30), out_shift=np.full(4, -e), act_min=-128, act_max=127)
+        for pointwise in (True, False):
+            plan = dsp.conv2d_plan_why(k, (1, 2, 2, 8), w, None, (1, 2, 2, 4), mode="full", pointwise=pointwise)
+            assert isinstance(plan, str) != ok, (e, pointwise, plan)
+            assert not isinstance(dsp.conv2d_plan_why(k, (1, 2, 2, 8), w, None, (1, 2, 2, 4), mode="clamp",
+                                                      pointwise=pointwise), str)

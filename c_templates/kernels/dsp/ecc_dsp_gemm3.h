@@ -86,16 +86,8 @@ static inline int32_t *ecc_dsp_fill3(int32_t *dst, int32_t k, int32_t zq)
     ECC_DSP_MAC3_COL("a0", "a1", "c0", "c1") ECC_DSP_MAC3_COL("b0", "b1", "c0", "c1") \
     ECC_DSP_MAC3_COL("c0", "c1", "c0", "c1")
 
-/* The requantization of one record's pair for the six accumulators (row 0: a0 b0 c0, row 1: a1 b1 c1),
- * OUT as in ecc_dsp.h (ECC_DSP_OUT_FULL: t0..t4) */
-#define ECC_DSP_EPI3(OUT) \
-    "ldrd %[t0], %[t1], [%[w]], #8\n\t" \
-    "ldr %[t2], [%[w]], #4\n\t" \
-    "asr %[t3], %[t2], #16\n\t" \
-    OUT("a0", "t0") OUT("b0", "t0") OUT("c0", "t0") \
-    "lsr %[t2], %[t2], #8\n\t" \
-    OUT("a1", "t1") OUT("b1", "t1") OUT("c1", "t1")
-/* ECC_DSP_RELU with k folded into the multiply: ((h >> sh) + k) = (h + (k << sh)) >> sh, h + (k << sh) by
+/* The requantization of one record's pair for the six accumulators (row 0: a0 b0 c0, row 1: a1 b1 c1).
+ * ECC_DSP_RELU with k folded into the multiply: ((h >> sh) + k) = (h + (k << sh)) >> sh, h + (k << sh) by
  * SMMLAR with t4 = k << sh of the row; exact while |h| + 255 * 2^sh < 2^31, which packing.fold_layer_why
  * ensures for every relu layer (|acc| < 2^30 - 256 and sh <= 22) */
 #define ECC_DSP_OUT3_RELU(acc, m) \
@@ -112,6 +104,27 @@ static inline int32_t *ecc_dsp_fill3(int32_t *dst, int32_t k, int32_t zq)
     "lsr %[t2], %[t2], #8\n\t" \
     "lsl %[t4], %[t3], %[t2]\n\t" \
     ECC_DSP_OUT3_RELU("a1", "t1") ECC_DSP_OUT3_RELU("b1", "t1") ECC_DSP_OUT3_RELU("c1", "t1")
+/* ECC_DSP_FULL the same way: with e >= 1, (((2h + s) >> e) + k) >> 1 = (h + (k << (e - 1)) + s) >> e for
+ * s = -1 when h < 0 (the numerator 2h + k 2^e is even, so 2s and s floor alike), and s may be the sign of
+ * acc (h = 0 whenever they differ, and then both give floor(k / 2)); t4 = k << (e - 1) of the row. Exact
+ * for e in [1, 23] (|h| < 2^30, |k| <= 255), which dsp.conv2d_plan_why requires of the full entry points. */
+#define ECC_DSP_OUT3_FULL(acc, m) \
+    "add %[t5], %[t4], %[" acc "], asr #31\n\t" \
+    "lsl %[" acc "], %[" acc "], #1\n\t" \
+    "smmlar %[" acc "], %[" acc "], %[" m "], %[t5]\n\t" \
+    "asr %[" acc "], %[" acc "], %[t2]\n\t" \
+    "ssat %[" acc "], #8, %[" acc "]\n\t"
+#define ECC_DSP_EPI3_FULL \
+    "ldrd %[t0], %[t1], [%[w]], #8\n\t" \
+    "ldr %[t2], [%[w]], #4\n\t" \
+    "asr %[t3], %[t2], #16\n\t" \
+    "lsl %[t4], %[t3], %[t2]\n\t" \
+    "asr %[t4], %[t4], #1\n\t" \
+    ECC_DSP_OUT3_FULL("a0", "t0") ECC_DSP_OUT3_FULL("b0", "t0") ECC_DSP_OUT3_FULL("c0", "t0") \
+    "lsr %[t2], %[t2], #8\n\t" \
+    "lsl %[t4], %[t3], %[t2]\n\t" \
+    "asr %[t4], %[t4], #1\n\t" \
+    ECC_DSP_OUT3_FULL("a1", "t1") ECC_DSP_OUT3_FULL("b1", "t1") ECC_DSP_OUT3_FULL("c1", "t1")
 /* ECC_DSP_F32 of the six sums, output range [-128, 127] (ECC_DSP_EPI_F32 of ecc_dsp.h, three columns):
  * values in s0..s5, the two scales in s6, s7 */
 #define ECC_DSP_F32_CVT3(op) op " s0, s0\n\t" op " s1, s1\n\t" op " s2, s2\n\t" op " s3, s3\n\t" \
@@ -218,7 +231,7 @@ static inline __attribute__((always_inline)) void ecc_dsp_gemm_3col(
             ECC_DSP_GEMM3_PAIRS(ECC_DSP_EPI3_F32);
 #endif
         } else {
-            ECC_DSP_GEMM3_PAIRS(ECC_DSP_EPI3(ECC_DSP_OUT_FULL));
+            ECC_DSP_GEMM3_PAIRS(ECC_DSP_EPI3_FULL);
         }
         (void)t4;
         (void)t5;
