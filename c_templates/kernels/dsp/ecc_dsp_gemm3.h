@@ -176,6 +176,7 @@ static inline int32_t *ecc_dsp_fill3(int32_t *dst, int32_t k, int32_t zq)
         "bx %[t0]\n\t"                                                                             \
         "1:\n\t" ECC_DSP_MAC3_GROUP ECC_DSP_MAC3_GROUP ECC_DSP_MAC3_GROUP ECC_DSP_MAC3_GROUP       \
         ECC_DSP_MAC3_GROUP ECC_DSP_MAC3_GROUP ECC_DSP_MAC3_GROUP ECC_DSP_MAC3_GROUP                \
+        ".ifne (. - 1b) - 640\n\t.error \"ecc_dsp_gemm3: a group is not 80 bytes\"\n\t.endif\n\t"        \
         "ldr %[t0], %[me]\n\t"                                                                     \
         "cmp %[x], %[t0]\n\t"                                                                      \
         "bne 1b\n\t"                                                                               \
