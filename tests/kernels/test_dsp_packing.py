@@ -97,13 +97,6 @@ def test_requantization_rewrite_is_exact(mode):
             assert np.array_equal(_emulate_full3(big, mult, e, f.k), want), (trial, e, mult, off)
 
 
-def test_relu_mode_needs_shift_at_most_23():
-    """ECC_DSP_OUT3_RELU adds k << (e - 1) in 32 bits: relu only for e <= 23 (full still exact beyond)."""
-    m = 1 << 30
-    assert "relu" in fold_layer(np.ones((1, 1), np.int8), None, 0, [m], [-23], -128, (-128, 127)).modes
-    assert fold_layer(np.ones((1, 1), np.int8), None, 0, [m], [-24], -128, (-128, 127)).modes == ("full", "clamp")
-
-
 def test_fold_layer_predicates():
     w = np.full((2, 3), 5, np.int8)
     m, s = quantize_multiplier(0.01)
@@ -359,16 +352,22 @@ def test_selection_follows_the_rounding():
                     assert v.why_not(n, gr) is None and not v.applies(n, gr)
 
 
-def test_full_mode_of_the_2x3_gemm_needs_shift_1_to_23():
-    """dsp/conv2d and conv2d_1x1 `full` (ECC_DSP_OUT3_FULL folds k << (e - 1) into SMMLAR): shifts e in
-    [1, 23] only, other layers take the clamp entry points; the sparse kernel (2x2 GEMM) keeps full."""
+def test_relu_and_full_modes_of_the_2x3_gemm_need_shift_1_to_23():
+    """dsp/conv2d and conv2d_1x1 `relu` / `full` (ECC_DSP_OUT3_RELU / _FULL fold k << (e - 1) into SMMLAR):
+    shifts e in [1, 23] only, other layers take the next entry point (full, clamp); the sparse kernel
+    (2x2 GEMM) keeps them."""
     from toolchain.isa import dsp
     w = np.full((4, 1, 1, 8), 3, np.int8)
     for e, ok in ((0, False), (1, True), (23, True), (24, False)):
-        k = dict(stride=(1, 1), pad=(0, 0), dilation=(1, 1), out_hw=(2, 2), input_offset=5, output_offset=3,
-                 out_mult=np.full(4, 1 << 30), out_shift=np.full(4, -e), act_min=-128, act_max=127)
-        for pointwise in (True, False):
-            plan = dsp.conv2d_plan_why(k, (1, 2, 2, 8), w, None, (1, 2, 2, 4), mode="full", pointwise=pointwise)
-            assert isinstance(plan, str) != ok, (e, pointwise, plan)
-            assert not isinstance(dsp.conv2d_plan_why(k, (1, 2, 2, 8), w, None, (1, 2, 2, 4), mode="clamp",
-                                                      pointwise=pointwise), str)
+        for mode, off in (("relu", -128), ("full", 3)):
+            k = dict(stride=(1, 1), pad=(0, 0), dilation=(1, 1), out_hw=(2, 2), input_offset=5, output_offset=off,
+                     out_mult=np.full(4, 1 << 30), out_shift=np.full(4, -e), act_min=-128, act_max=127)
+            for pointwise in (True, False):
+                plan = dsp.conv2d_plan_why(k, (1, 2, 2, 8), w, None, (1, 2, 2, 4), mode=mode, pointwise=pointwise)
+                assert isinstance(plan, str) != ok, (e, mode, pointwise, plan)
+                assert not isinstance(dsp.conv2d_plan_why(k, (1, 2, 2, 8), w, None, (1, 2, 2, 4), mode="clamp",
+                                                          pointwise=pointwise), str)
+            if e >= 1:  # no shift limit there, e = 24 included
+                sparse = dsp.conv2d_plan_why(k, (1, 2, 2, 8), w, None, (1, 2, 2, 4), mode=mode, pointwise=True,
+                                             sparse=True)
+                assert not isinstance(sparse, str) or "shift" not in sparse, (e, mode, sparse)

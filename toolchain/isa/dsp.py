@@ -89,8 +89,9 @@ def conv2d_plan_why(k: dict, x_shape: tuple[int, ...], w: np.ndarray, bias: np.n
     why = mode_why_not(f, mode, act)
     if why:
         return why
-    if mode == "full" and not sparse and np.any((f.e < 1) | (f.e > 23)):
-        return "a requantization shift outside [1, 23] (the full mode of the 2x3 GEMM, ecc_dsp_gemm3.h)"
+    if mode in ("relu", "full") and not sparse and np.any((f.e < 1) | (f.e > 23)):
+        # the 2x3 GEMM (ecc_dsp_gemm3.h) adds k << (e - 1) in 32 bits: relu and full take e in [1, 23]
+        return f"a requantization shift outside [1, 23] (the {mode} mode of the 2x3 GEMM, ecc_dsp_gemm3.h)"
     groups = gemm_groups(w2d.shape[1], 8 if sparse else 4)  # the 2x3 kernels take any group count
     if sparse:  # pointwise only: the general kernel's im2col loop has no sparse form
         blob = pack_sparse_gemm_blob(f, mode) if pointwise else None

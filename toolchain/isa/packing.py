@@ -398,9 +398,7 @@ def fold_layer_why(w2d: np.ndarray, bias: np.ndarray | None, input_offset: int, 
         modes = ((() if np.any(ties) else ("onnx",)) + ("onnx_tie",)) if full and np.all(e >= 1) else ()
         modes += ("onnx_clamp", F32)
     else:
-        # relu: e in [1, 23] (the 2x3 GEMM of dsp/ecc_dsp_gemm3.h adds k << (e - 1) to |h| < 2^30 in 32 bits)
-        relu = full and output_offset == -128 and np.all(e >= 1) and np.all(e <= 23)
-        modes = (("relu",) if relu else ()) + (("full",) if full else ())
+        modes = (("relu",) if full and output_offset == -128 and np.all(e >= 1) else ()) + (("full",) if full else ())
         modes += ("clamp",)
     return Folded((b * (2 if doubled else 1)).astype(np.int32), mult.astype(np.int32), e, 2 * int(output_offset) + 1,
                   modes, w2d, const)

@@ -76,7 +76,7 @@ static inline int32_t ecc_dsp_ssat8_asr1(int32_t v)
 #endif
 
 /* Requantization modes, chosen per layer in Python (the kernels have one entry point per mode). */
-#define ECC_DSP_RELU 0  /* output range [-128, 127], zero point -128, every e in [1, 23] */
+#define ECC_DSP_RELU 0  /* output range [-128, 127], zero point -128, every e >= 1 (2x3 GEMM: <= 23) */
 #define ECC_DSP_FULL 1  /* output range [-128, 127] */
 #define ECC_DSP_CLAMP 2 /* anything else */
 #define ECC_DSP_RNE 3       /* rounding onnx: output range [-128, 127], every e >= 1, no tie reachable */

@@ -88,8 +88,8 @@ static inline int32_t *ecc_dsp_fill3(int32_t *dst, int32_t k, int32_t zq)
 
 /* The requantization of one record's pair for the six accumulators (row 0: a0 b0 c0, row 1: a1 b1 c1).
  * ECC_DSP_RELU with k folded into the multiply: ((h >> sh) + k) = (h + (k << sh)) >> sh, h + (k << sh) by
- * SMMLAR with t4 = k << sh of the row; exact while |h| + 255 * 2^sh < 2^31, which packing.fold_layer_why
- * ensures for every relu layer (|acc| < 2^30 - 256 and sh <= 22) */
+ * SMMLAR with t4 = k << sh of the row; exact while |h| + 255 * 2^sh < 2^31, which dsp.conv2d_plan_why
+ * ensures for the relu entry points (|acc| < 2^30 - 256 by packing.fold_layer_why, and sh <= 22) */
 #define ECC_DSP_OUT3_RELU(acc, m) \
     "lsl %[" acc "], %[" acc "], #1\n\t" \
     "smmlar %[" acc "], %[" acc "], %[" m "], %[t4]\n\t" \
