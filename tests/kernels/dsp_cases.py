@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+import dsp_gemm3_cases
 import isa_cases
 from dsp_harness import Case
 from isa_cases import CONF, FAMILIES, _act, _requant, conformance_sets  # noqa: F401 - re-exported
@@ -161,7 +162,8 @@ def random_cases(seed: int = 6) -> list[Case]:
         x1 = rng.integers(-128, 128, size, dtype=np.int8)
         x2 = rng.integers(-128, 128, size, dtype=np.int8)
         cases += add_cases(f"rand_add{i}", x1, x2, p, lo, hi, add.add_s8(x1, x2, p, lo, hi))
-    return cases + isa_cases.maxmin_cases(ISA, np.random.default_rng(seed + 1000))
+    return (cases + isa_cases.maxmin_cases(ISA, np.random.default_rng(seed + 1000))
+            + dsp_gemm3_cases.gemm3_cases(conv_cases, np.random.default_rng(seed + 2000)))
 
 
 def fc_row_cases(rng: np.random.Generator) -> list[Case]:

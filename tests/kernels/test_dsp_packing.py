@@ -56,20 +56,45 @@ def _emulate(acc, mult, shift, k, mode, lo, hi):
     return np.clip(y, lo, hi) if mode == "clamp" else y
 
 
+def _emulate_relu3(acc, mult, shift, k):
+    """ECC_DSP_OUT3_RELU of ecc_dsp_gemm3.h in numpy: SMMLAR adds k << shift to the rounded high word in
+    32 bits (asserted not to wrap), ASR shift, SSAT asr #1."""
+    t = (((k << shift) << 32) + 2 * acc * mult + (1 << 31)) >> 32
+    assert np.all((t >= -2**31) & (t < 2**31))
+    return np.clip((t >> shift) >> 1, -128, 127)
+
+
+def _emulate_full3(acc, mult, shift, k):
+    """ECC_DSP_OUT3_FULL of ecc_dsp_gemm3.h in numpy (shift = e >= 1): SMMLAR adds (k << e) >> 1 plus the sign
+    of acc to the rounded high word in 32 bits (asserted not to wrap), ASR e, SSAT."""
+    kk = ((k << shift) >> 1) + (acc >> 63)
+    t = ((kk << 32) + 2 * acc * mult + (1 << 31)) >> 32
+    assert np.all((t >= -2**31) & (t < 2**31))
+    return np.clip(t >> shift, -128, 127)
+
+
 @pytest.mark.parametrize("mode", MODES)
 def test_requantization_rewrite_is_exact(mode):
     rng = np.random.default_rng(1)
     for trial in range(300):
-        e = int(rng.integers(1 if mode == "relu" else 0, 31))
+        e = int(rng.integers(1 if mode == "relu" else 0, 24 if mode == "relu" else 31))
         mult = int(rng.integers(1 << 30, 1 << 31)) if trial % 17 else 0
         off = -128 if mode == "relu" else int(rng.integers(-128, 128))
         lo, hi = ((-128, 127) if mode != "clamp" else (int(rng.integers(-128, 0)), int(rng.integers(0, 128))))
         acc = np.concatenate([rng.integers(-(1 << 26), 1 << 26, 400), np.arange(-2000, 2000)]).astype(np.int64)
+        if mode == "relu":  # the accumulator bound of fold_layer: 2 |acc| + 512 < 2^31
+            acc = np.concatenate([acc, [2**30 - 257, -(2**30 - 257)], rng.integers(-(2**30 - 257), 2**30 - 256, 200)])
         f = fold_layer(np.ones((1, 1), np.int8), np.zeros(1, np.int64), 0, [mult], [-e], off, (lo, hi))
         assert mode in f.modes
         want = np.clip(multiply_by_quantized_multiplier(acc, mult, -e) + off, lo, hi)
         got = _emulate(acc, mult, int(f.shift(mode)[0]), f.k, mode, lo, hi)
         assert np.array_equal(got, want), (trial, e, mult, off)
+        if mode == "relu":
+            assert np.array_equal(_emulate_relu3(acc, mult, int(f.shift(mode)[0]), f.k), want), (trial, e, mult)
+        if mode == "full" and 1 <= e <= 23:  # the 2x3 GEMM's full entry points (dsp.conv2d_plan_why)
+            big = np.concatenate([acc, [2**30 - 257, -(2**30 - 257)], rng.integers(-(2**30 - 257), 2**30 - 256, 200)])
+            want = np.clip(multiply_by_quantized_multiplier(big, mult, -e) + off, lo, hi)
+            assert np.array_equal(_emulate_full3(big, mult, e, f.k), want), (trial, e, mult, off)
 
 
 def test_fold_layer_predicates():
@@ -325,3 +350,24 @@ def test_selection_follows_the_rounding():
             for v in REGISTRY[n.op].variants:
                 if v.isa == "dsp" and ("_onnx" in v.name) != (rounding == "onnx"):
                     assert v.why_not(n, gr) is None and not v.applies(n, gr)
+
+
+def test_relu_and_full_modes_of_the_2x3_gemm_need_shift_1_to_23():
+    """dsp/conv2d and conv2d_1x1 `relu` / `full` (ECC_DSP_OUT3_RELU / _FULL fold k << (e - 1) into SMMLAR):
+    shifts e in [1, 23] only, other layers take the next entry point (full, clamp); the sparse kernel
+    (2x2 GEMM) keeps them."""
+    from toolchain.isa import dsp
+    w = np.full((4, 1, 1, 8), 3, np.int8)
+    for e, ok in ((0, False), (1, True), (23, True), (24, False)):
+        for mode, off in (("relu", -128), ("full", 3)):
+            k = dict(stride=(1, 1), pad=(0, 0), dilation=(1, 1), out_hw=(2, 2), input_offset=5, output_offset=off,
+                     out_mult=np.full(4, 1 << 30), out_shift=np.full(4, -e), act_min=-128, act_max=127)
+            for pointwise in (True, False):
+                plan = dsp.conv2d_plan_why(k, (1, 2, 2, 8), w, None, (1, 2, 2, 4), mode=mode, pointwise=pointwise)
+                assert isinstance(plan, str) != ok, (e, mode, pointwise, plan)
+                assert not isinstance(dsp.conv2d_plan_why(k, (1, 2, 2, 8), w, None, (1, 2, 2, 4), mode="clamp",
+                                                          pointwise=pointwise), str)
+            if e >= 1:  # no shift limit there, e = 24 included
+                sparse = dsp.conv2d_plan_why(k, (1, 2, 2, 8), w, None, (1, 2, 2, 4), mode=mode, pointwise=True,
+                                             sparse=True)
+                assert not isinstance(sparse, str) or "shift" not in sparse, (e, mode, sparse)

@@ -89,11 +89,14 @@ def conv2d_plan_why(k: dict, x_shape: tuple[int, ...], w: np.ndarray, bias: np.n
     why = mode_why_not(f, mode, act)
     if why:
         return why
-    groups = gemm_groups(w2d.shape[1])
+    if mode in ("relu", "full") and not sparse and np.any((f.e < 1) | (f.e > 23)):
+        # the 2x3 GEMM (ecc_dsp_gemm3.h) adds k << (e - 1) in 32 bits: relu and full take e in [1, 23]
+        return f"a requantization shift outside [1, 23] (the {mode} mode of the 2x3 GEMM, ecc_dsp_gemm3.h)"
+    groups = gemm_groups(w2d.shape[1], 8 if sparse else 4)  # the 2x3 kernels take any group count
     if sparse:  # pointwise only: the general kernel's im2col loop has no sparse form
         blob = pack_sparse_gemm_blob(f, mode) if pointwise else None
     else:
-        blob = pack_gemm_blob(f.w, f, mode)
+        blob = pack_gemm_blob(f.w, f, mode, pad=4)
     if blob is None:
         return "no constant output channel"
     split = split_constants(f.const) if sparse else None
@@ -103,8 +106,9 @@ def conv2d_plan_why(k: dict, x_shape: tuple[int, ...], w: np.ndarray, bias: np.n
             *map(CArg.lit, [*([] if pointwise else w.shape[1:3]), groups, *live]),
             CArg("array", blob, "wpack", split.skipped(w2d.shape[1], bias is not None) if split else (0, 0)),
             *map(CArg.lit, y_shape[1:]), CArg("act", y)]
-    # two q15 columns (16 bytes per 4-k group), plus int8 staging for im2col when in_c % 4 != 0
-    return args, (16 + 4 * (not pointwise and cin % 4 != 0)) * groups
+    # q15 columns (two for the sparse kernel, three for the others: 8 bytes each per 4-k group), plus int8
+    # staging for im2col when in_c % 4 != 0
+    return args, (8 * (2 if sparse else 3) + 4 * (not pointwise and cin % 4 != 0)) * groups
 
 
 def _conv2d_node(node: Node, graph: Graph, mode: str, pointwise: bool, sparse: bool = False) -> Plan | str:
@@ -130,7 +134,8 @@ def planned_variant(op: str, variant: str, mode: str, plan, **kw) -> KernelVaria
 
 def _conv2d_dsp(mode: str, pointwise: bool, sparse: bool = False) -> KernelVariant:
     return planned_variant("conv2d", "1x1_sparse" if sparse else "1x1" if pointwise else "", mode,
-                           lambda n, g: _conv2d_node(n, g, mode, pointwise, sparse))
+                           lambda n, g: _conv2d_node(n, g, mode, pointwise, sparse),
+                           headers=() if sparse else ("dsp/ecc_dsp_gemm3.h",))
 
 
 # sparse first: it only applies to layers with a constant channel, which it then runs faster

@@ -90,18 +90,19 @@ def lane_safe(w: np.ndarray) -> bool:
     return bool(w.size == 0 or int(np.min(w)) >= -127)
 
 
-def gemm_groups(k: int) -> int:
-    """Number of 4-k groups of a GEMM row of k int8: rows are zero-padded to a multiple of 8, so the
-    count is even (the kernels' inner loop takes two or four groups per iteration, no single one)."""
-    return 2 * -(-k // 8)
+def gemm_groups(k: int, pad: int = 8) -> int:
+    """Number of 4-k groups of a GEMM row of k int8, rows zero-padded to a multiple of `pad` (8: an even
+    count, for the 2x2 kernels whose inner loop takes two or four groups per iteration, no single one;
+    4: any count >= 1, the 2x3 kernels of dsp/ecc_dsp_gemm3.h, conv2d and conv2d_1x1)."""
+    return pad // 4 * -(-k // pad)
 
 
-def pack_gemm_weights(w2d: np.ndarray) -> list[np.ndarray]:
-    """[O, K] int8 -> the GEMM weight order: K zero-padded to a multiple of 8 (gemm_groups); rows in
+def pack_gemm_weights(w2d: np.ndarray, pad: int = 8) -> list[np.ndarray]:
+    """[O, K] int8 -> the GEMM weight order: K zero-padded to a multiple of `pad` (gemm_groups); rows in
     pairs, the two rows interleaved per 4-k group (8 bytes); an odd last row alone (4 bytes per
     group). Returns [ceil(O / 2)] blocks of int8 (pairs of 8 * groups bytes, an odd row 4 * groups)."""
     o, k = w2d.shape
-    g = gemm_groups(k)
+    g = gemm_groups(k, pad)
     wp = np.zeros((o, 4 * g), np.int8)
     wp[:, :k] = w2d
     even = o - o % 2
@@ -114,18 +115,20 @@ def _words(values) -> np.ndarray:
     return ((np.asarray(values, np.int64) + 2**31) % 2**32 - 2**31).astype("<i4").view(np.int8)
 
 
-def pack_gemm_blob(w2d: np.ndarray, f: "Folded", mode: str, index: np.ndarray | None = None) -> np.ndarray:
+def pack_gemm_blob(w2d: np.ndarray, f: "Folded", mode: str, index: np.ndarray | None = None,
+                   pad: int = 8) -> np.ndarray:
     """The weight blob of the dsp GEMM kernels (ecc_dsp.h "GEMM over packed weights"), int8: per pair
     of output channels the two folded biases, the interleaved weights, the two multipliers (F32: the
     float32 bits of S, Folded.multipliers) and sk = shift0 | shift1 << 8 | k << 16 (the shifts of
     `mode`; F32: the output offset, k >> 1); an odd last row: bias, weights, mult, sk.
     index (the sparse kernels, pack_sparse_gemm_blob): the output channel of each row; every record
-    then ends with one more word, channel0 | channel1 << 16 (uint16 each; an odd last row: channel0)."""
+    then ends with one more word, channel0 | channel1 << 16 (uint16 each; an odd last row: channel0).
+    pad: K's padding (gemm_groups)."""
     o = w2d.shape[0]
     sh = f.shift(mode).astype(np.int64) & 0xFF
     mult = f.multipliers(mode, F32_GEMM)
     parts = []
-    for i, block in enumerate(pack_gemm_weights(w2d)):
+    for i, block in enumerate(pack_gemm_weights(w2d, pad)):
         rows = range(2 * i, min(2 * i + 2, o))
         sk = ((f.k & 0xFFFF) << 16) | sum(int(sh[r]) << (8 * j) for j, r in enumerate(rows))
         sk = f.k >> 1 if mode == F32 else sk

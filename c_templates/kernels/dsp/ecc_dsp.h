@@ -7,7 +7,8 @@
  *   Int8 weights in natural order widen the same way, so SMLAD pairs them directly. Two columns
  *   A, B are interleaved per 4-k group: A0 A1 B0 B1 (16 bytes).
  * - GEMM weights: output channels in pairs, the two rows interleaved per 4-k group (8 bytes),
- *   K zero-padded to a multiple of 8 (an even number of groups), each pair's bias before and its
+ *   K zero-padded to a multiple of 8 (an even number of groups; 4 for the 2x3 GEMM of conv2d and
+ *   conv2d_1x1, ecc_dsp_gemm3.h), each pair's bias before and its
  *   requantization after its weights (see "GEMM over packed weights" below).
  * - Requantization (ecc_dsp_out): per channel an int32 multiplier and a shift, per layer
  *   k = 2 * output_offset + 1. Exact against TFLite's double rounding whenever Python's bound
@@ -75,7 +76,7 @@ static inline int32_t ecc_dsp_ssat8_asr1(int32_t v)
 #endif
 
 /* Requantization modes, chosen per layer in Python (the kernels have one entry point per mode). */
-#define ECC_DSP_RELU 0  /* output range [-128, 127], zero point -128, every e >= 1 */
+#define ECC_DSP_RELU 0  /* output range [-128, 127], zero point -128, every e >= 1 (2x3 GEMM: <= 23) */
 #define ECC_DSP_FULL 1  /* output range [-128, 127] */
 #define ECC_DSP_CLAMP 2 /* anything else */
 #define ECC_DSP_RNE 3       /* rounding onnx: output range [-128, 127], every e >= 1, no tie reachable */

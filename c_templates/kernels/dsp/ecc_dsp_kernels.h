@@ -15,9 +15,10 @@
  *   range where ties are reachable, `_onnx_clamp` for anything else;
  *   fully_connected takes the mode as an argument (ECC_DSP_*);
  * - GEMM kernels (conv2d, conv2d_1x1): `weights` is one blob read front to back, per pair of
- *   output channels the folded biases, the two rows interleaved per 4-k group (`groups` groups,
- *   even), the multipliers and shifts and k (ecc_dsp.h); conv2d_1x1_sparse: a constant row first
- *   and the live channels' records only, each with its output channels; fully_connected: its own blob of output
+ *   output channels the folded biases, the two rows interleaved per 4-k group (`groups` groups, any
+ *   number >= 1), the multipliers and shifts and k (ecc_dsp.h); conv2d_1x1_sparse: the same records
+ *   (an even `groups`) after a constant row, the live channels' records only, each with its output
+ *   channels; fully_connected: its own blob of output
  *   row quads (fully_connected_s8.c.j2) and k as out_k; depthwise kernels keep the weight
  *   layout and take the bias (doubled), mult, shift and out_k as arrays and a literal.
  * Argument order as everywhere: scratch, params, quant, input dims, input, weight dims, weights,
