@@ -4,6 +4,9 @@
                [--out DIR] [--repeat N] [--warmup N] [--optimize speed|ram] [--kernels auto|portable]
                [--debug-guards] [--name NAME] [--quiet]
   edgecc build [CONFIG.yaml] [same flags]          write OUT/lib and OUT/fw without running
+               (run, build: [--tuning FILE] the measured kernel per layer of `edgecc tune`)
+  edgecc tune  [CONFIG.yaml] [same flags] [--output FILE]   measure every kernel candidate per layer on
+               the board, write the winners to FILE (default OUT/tuning.json; docs/tuning.md)
   edgecc compare A/report.json B/report.json [--max-regression 5%] [--force]
   edgecc boards [--boards FILE]                    list the boards of boards.yaml (and of FILE)
   edgecc ops                                       ops, dtypes and attributes per frontend; kernels per board
@@ -44,7 +47,9 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="edgecc", description="Compile a trained network to verified int8 C for Arm boards.")
     sub = p.add_subparsers(dest="cmd", required=True)
     for name, helptext in (("run", "build with profiling, run on the board, verify bit for bit, report"),
-                           ("build", "write OUT/lib (model library) and OUT/fw (test firmware) without running")):
+                           ("build", "write OUT/lib (model library) and OUT/fw (test firmware) without running"),
+                           ("tune", "measure every kernel candidate of every layer on the board (one firmware "
+                                    "per candidate set) and write the winners to a tuning cache")):
         s = sub.add_parser(name, help=helptext)
         s.add_argument("config", nargs="?", type=Path, help="pipeline YAML (optional with --model)")
         s.add_argument("--model", type=Path, help="float ONNX model")
@@ -75,6 +80,12 @@ def _parser() -> argparse.ArgumentParser:
         s.add_argument("--layout", type=str.upper, choices=("NHWC", "NCHW"),
                        help="layout of 4-D DATA (YAML preprocess.layout; default NHWC, or the model's own when only that fits)")
         s.add_argument("--quiet", action="store_true", help="no table and no progress, only errors and the final line")
+        if name == "tune":
+            s.add_argument("--output", type=Path, metavar="FILE", help="the tuning cache to write (default "
+                                                                      "OUT/tuning.json); an existing cache is updated")
+        else:
+            s.add_argument("--tuning", type=Path, metavar="FILE", help="tuning cache of `edgecc tune`: per layer the "
+                                                                      "measured fastest kernel (YAML `tuning`)")
     c = sub.add_parser("compare", help="per-op and total deltas of two report.json; non-zero exit over budget")
     c.add_argument("a", type=Path, help="baseline report.json")
     c.add_argument("b", type=Path, help="new report.json")
@@ -129,18 +140,22 @@ def _job(args: argparse.Namespace) -> int:
                                     "verify": args.verify, "out": args.out, "repeats": args.repeat,
                                     "warmup": args.warmup, "optimize": args.optimize, "debug_guards": args.debug_guards,
                                     "kernels": args.kernels, "boards": args.boards, "name": args.name,
-                                    "precision": args.precision, "weights_format": args.weights_format})
+                                    "precision": args.precision, "weights_format": args.weights_format,
+                                    "tuning": getattr(args, "tuning", None)})
     if args.layout:  # the data's layout (preprocess.layout), over the YAML's
         from dataclasses import replace
         cfg = replace(cfg, preprocess=replace(cfg.preprocess, layout=args.layout))
     targets = _targets(cfg.board, cfg.boards)
     out = cfg.out.resolve()
-    check_out(out, [p for p in (cfg.source, cfg.model, cfg.calibration, cfg.verify, cfg.boards) if p is not None])
+    if args.cmd == "tune" and len(targets) != 1:
+        raise InputError(f"edgecc tune measures one board; --board / `board:` names {len(targets)}")
+    check_out(out, [p for p in (cfg.source, cfg.model, cfg.calibration, cfg.verify, cfg.boards, cfg.tuning)
+                    if p is not None])
     tmp, created = make_tmp(out)
     try:
         # nothing else prints while the bars are live but one-line notes (none under --quiet)
         with progress.shown(progress.wanted(args.quiet)), progress.notes_shown(not args.quiet):
-            job = _one if len(targets) == 1 else _sweep
+            job = _tune if args.cmd == "tune" else _one if len(targets) == 1 else _sweep
             try:
                 code, show = job(args, cfg, targets, tmp, out)
             except OSError as e:  # a full disk, quota or read-only file system while writing: exit 2, one line
@@ -196,6 +211,46 @@ def _one(args: argparse.Namespace, cfg: Config, targets: list[Target], tmp: Path
         print(f"edgecc: {VERDICTS[outcome.exit_code]}: {why}report in {out}/report.json (also .md, .csv, .html)")
 
     return outcome.exit_code, show
+
+
+def _tune(args: argparse.Namespace, cfg: Config, targets: list[Target], tmp: Path,
+          out: Path) -> tuple[int, Callable[[], None]]:
+    """`edgecc tune`: the rounds of toolchain.tune in tmp (OUT/rounds/round_<k>.json, OUT/tune.md) and
+    the cache at --output (default OUT/tuning.json; an existing cache there keeps its other entries)."""
+    from targets import TargetError
+    from toolchain.pipeline import import_model
+    from toolchain.runner import verification_data
+    from toolchain.tune import table, tune_model
+    from toolchain.tuning import dump_cache, load_cache
+
+    target = targets[0]
+    output = args.output.resolve() if args.output is not None else None
+    entries = load_cache(output) if output is not None and output.exists() else {}
+    try:
+        imported = import_model(cfg, target)
+        data = verification_data(cfg, imported.graph_f32, imported.graph_s8)
+        result = tune_model(cfg, target, tmp, imported, data)
+    except TargetError as e:
+        raise _target_error(e, target) from None
+    entries.update(result.entries)
+    lines = table(result, entries, target.name)
+    (tmp / "tune.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    text = dump_cache(entries)
+    if output is None:
+        (tmp / "tuning.json").write_text(text, encoding="utf-8")
+    finalize(tmp, out)
+    where = output or out / "tuning.json"
+    if output is not None:  # beside OUT: written whole, then renamed (never half a cache)
+        part = output.with_name(output.name + ".part")
+        part.write_text(text, encoding="utf-8")
+        part.replace(output)
+
+    def show() -> None:
+        if not args.quiet:
+            print("\n".join(lines))
+        print(f"edgecc: tuned {len(result.entries)} layer signature(s) on {target.name}: cache in {where}")
+
+    return 0, show
 
 
 def _target_error(e: Exception, target: Target | None = None) -> EdgeccError:

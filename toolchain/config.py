@@ -150,6 +150,9 @@ class Config:
     # how OUT/lib ships the constant arrays: c (weights.c, C initialisers), blob (weights.bin placed by a
     # weights.S with .incbin: big models build in seconds), auto: blob above 256 KiB (toolchain.codegen.weights_blob)
     weights_format: str = "auto"
+    # a tuning cache of `edgecc tune` (toolchain.tuning): per layer its measured fastest kernel where the
+    # cache has the layer's signature for this board and edgecc version; None: the static choice
+    tuning: Path | None = None
     source: Path | None = None  # the YAML file, for messages
 
 
@@ -274,7 +277,7 @@ def load_config(path: Path | None, overrides: dict[str, Any]) -> Config:
         raise InputError(f"{where}: unknown key(s) {clip_text(', '.join(unknown), 60)}; {hint}"
                          f"allowed: {clip_text(', '.join(sorted(known)), room)}")
     kw: dict[str, Any] = {"source": path}
-    for key in ("model", "calibration", "verify", "out", "boards"):
+    for key in ("model", "calibration", "verify", "out", "boards", "tuning"):
         if raw.get(key) is not None:
             kw[key] = _path(raw[key], base, key, where)
     for key in (*_STRS, *_CHOICES, *_INTS, *_FLOATS, *_BOOLS):
@@ -288,7 +291,7 @@ def load_config(path: Path | None, overrides: dict[str, Any]) -> Config:
     for key, value in overrides.items():
         if value is None:
             continue
-        if key in ("model", "calibration", "verify", "out", "boards"):
+        if key in ("model", "calibration", "verify", "out", "boards", "tuning"):
             kw[key] = Path(value)
         else:  # a flag's value: blame the flag, not the YAML
             flag = FLAGS.get(key, f"--{key}")
