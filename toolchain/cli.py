@@ -149,6 +149,9 @@ def _job(args: argparse.Namespace) -> int:
     out = cfg.out.resolve()
     if args.cmd == "tune" and len(targets) != 1:
         raise InputError(f"edgecc tune measures one board; --board / `board:` names {len(targets)}")
+    if args.cmd == "tune" and cfg.optimize != "speed":
+        raise InputError(f"{cfg.source or 'command line'}: optimize: {cfg.optimize}: edgecc tune measures speed; "
+                         "remove `optimize` (a tuning cache is not used under optimize: ram either)")
     check_out(out, [p for p in (cfg.source, cfg.model, cfg.calibration, cfg.verify, cfg.boards, cfg.tuning)
                     if p is not None])
     tmp, created = make_tmp(out)

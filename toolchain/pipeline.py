@@ -222,7 +222,7 @@ def plan_graph(qgraph: Graph, cfg: Config, target: Target,
     qgraph = select_layout(qgraph, lowered)                           # NHWC or CHWN per op for this board (+ relayouts)
     variants = select_kernels(qgraph, prefs, target.isa_features, cfg.optimize)  # one kernel variant per op for this board
     variants, sources = kernel_choice(qgraph, variants, prefs, target.isa_features, target.name,  # `tuning:` winners
-                                      cfg.tuning, pick)                                         # where measured
+                                      cfg.tuning if cfg.optimize == "speed" else None, pick)    # where measured
     qgraph = replace(qgraph, meta={**qgraph.meta, "kernel_sources": sources})
     scratch, inplace = scratch_sizes(qgraph, variants), inplace_inputs(variants)
     qgraph = order_for_memory(qgraph, scratch, target.buffer_alignment, inplace)  # order with the smallest live peak
