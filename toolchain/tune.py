@@ -96,7 +96,9 @@ def tune_model(cfg: Config, target: Target, work: Path, imported: Imported, data
                 static_total = (report.get("est_cycles_total"), int(report["total_instructions"]))
             for op in report["ops"]:
                 v = build.variants.get(op["name"])
-                if v is not None and op["name"] in measured:
+                # a layer with fewer candidates reruns its static kernel: measured in round 0 already (the
+                # neighbours' buffers move between rounds, and a count can move by a few instructions)
+                if v is not None and op["name"] in measured and k < len(cands[op["name"]]):
                     measured[op["name"]][v.candidate_id] = Measured(
                         op.get("est_cycles"), int(op.get("instructions", op["cost"])))
     by_name = {n.name: n for n in graph.nodes}

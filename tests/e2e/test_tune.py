@@ -1,6 +1,6 @@
 """Issue 16 item 6: `edgecc tune` on the MLPerf Tiny DS-CNN keyword spotter (int8 .tflite, its own
 quantization) for mps2-an386 (QEMU): 7 rounds (one firmware per candidate set; ~50 s), 5 layer
-signatures (the three inner depthwise and the four 1x1 layers share one each), a cache that a second
+signatures (the four depthwise and the four 1x1 layers share one each), a cache that a second
 tune reproduces byte for byte, and a tuned `edgecc run --tuning` that passes bit-exact (ours and
 TFLM's) with est_cycles_total <= the static build's (round 0) and every op's kernel_source "tuned"
 (but Softmax's: one kernel, no entry). Measured: the static order already picks each layer's fastest kernel on the Cortex-M4, so the tuned
@@ -47,6 +47,7 @@ def test_tune_is_reproducible_and_the_tuned_build_is_no_slower(tuned, edgecc, tm
     assert first == second  # same inputs: the same cache, byte for byte
     cache = json.loads(first)
     assert cache["format"] == "edgecc-tuning/1" and len(cache["entries"]) == 5
+    assert sorted(e["layers"] for e in cache["entries"].values()) == [1, 1, 1, 4, 4]
     for e in cache["entries"].values():
         assert e["board"] == BOARD and e["winner"] in e["candidates"] and len(e["candidates"]) >= 2
         best = min(c["est_cycles"] for c in e["candidates"].values())

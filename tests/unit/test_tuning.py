@@ -42,7 +42,7 @@ def test_signature_ignores_names_and_sees_strides_and_minus128(kws):
                    "|out=1x25x5x64:int8.pt.zp|attrs=DepthwiseConv2DAttrs(window=Window(kernel=(3, 3), stride=(1, 1), "
                    "dilation=(1, 1), pads=(1, 1, 1, 1), ceil_mode=False), depth_multiplier=1, act=(0.0, inf))"
                    "|layout=NHWC|rounding=tflm")
-    assert len({layer_signature(n, g) for n in dws[1:]}) == 1  # DS-CNN's three inner depthwise layers: one entry
+    assert len({layer_signature(n, g) for n in dws}) == 1  # DS-CNN's four depthwise layers: one entry
     # the same layer under another name (another model): the same signature
     assert layer_signature(replace(dws[1], name="other_model/dw", source="x"), g) == sig
     # another stride: another signature
