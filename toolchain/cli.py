@@ -218,42 +218,14 @@ def _one(args: argparse.Namespace, cfg: Config, targets: list[Target], tmp: Path
 
 def _tune(args: argparse.Namespace, cfg: Config, targets: list[Target], tmp: Path,
           out: Path) -> tuple[int, Callable[[], None]]:
-    """`edgecc tune`: the rounds of toolchain.tune in tmp (OUT/rounds/round_<k>.json, OUT/tune.md) and
-    the cache at --output (default OUT/tuning.json; an existing cache there keeps its other entries)."""
+    """`edgecc tune` (toolchain.tune.tune_command): the rounds in tmp, the cache at --output."""
     from targets import TargetError
-    from toolchain.pipeline import import_model
-    from toolchain.runner import verification_data
-    from toolchain.tune import table, tune_model
-    from toolchain.tuning import dump_cache, load_cache
+    from toolchain.tune import tune_command
 
-    target = targets[0]
-    output = args.output.resolve() if args.output is not None else None
-    entries = load_cache(output) if output is not None and output.exists() else {}
     try:
-        imported = import_model(cfg, target)
-        data = verification_data(cfg, imported.graph_f32, imported.graph_s8)
-        result = tune_model(cfg, target, tmp, imported, data)
+        return tune_command(cfg, targets[0], tmp, out, args.output, args.quiet)
     except TargetError as e:
-        raise _target_error(e, target) from None
-    entries.update(result.entries)
-    lines = table(result, entries, target.name)
-    (tmp / "tune.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    text = dump_cache(entries)
-    if output is None:
-        (tmp / "tuning.json").write_text(text, encoding="utf-8")
-    finalize(tmp, out)
-    where = output or out / "tuning.json"
-    if output is not None:  # beside OUT: written whole, then renamed (never half a cache)
-        part = output.with_name(output.name + ".part")
-        part.write_text(text, encoding="utf-8")
-        part.replace(output)
-
-    def show() -> None:
-        if not args.quiet:
-            print("\n".join(lines))
-        print(f"edgecc: tuned {len(result.entries)} layer signature(s) on {target.name}: cache in {where}")
-
-    return 0, show
+        raise _target_error(e, targets[0]) from None
 
 
 def _target_error(e: Exception, target: Target | None = None) -> EdgeccError:

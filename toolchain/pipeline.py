@@ -221,8 +221,9 @@ def plan_graph(qgraph: Graph, cfg: Config, target: Target,
     prefs = [isa.value for isa in lowered.kernel_preference]
     qgraph = select_layout(qgraph, lowered)                           # NHWC or CHWN per op for this board (+ relayouts)
     variants = select_kernels(qgraph, prefs, target.isa_features, cfg.optimize)  # one kernel variant per op for this board
-    variants, sources = kernel_choice(qgraph, variants, prefs, target.isa_features, target.name,  # `tuning:` winners
-                                      cfg.tuning if cfg.optimize == "speed" else None, pick)    # where measured
+    cache = cfg.tuning if cfg.optimize == "speed" else None           # tuning measures speed: not under ram
+    variants, sources = kernel_choice(qgraph, variants, prefs, target.isa_features, target.name,  # `tuning:` /
+                                      cache, pick)                    # a tune round: the measured kernels
     qgraph = replace(qgraph, meta={**qgraph.meta, "kernel_sources": sources})
     scratch, inplace = scratch_sizes(qgraph, variants), inplace_inputs(variants)
     qgraph = order_for_memory(qgraph, scratch, target.buffer_alignment, inplace)  # order with the smallest live peak

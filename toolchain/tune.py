@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -26,7 +26,9 @@ from toolchain.lower import lowering_target
 from toolchain.ops.registry import KernelVariant
 from toolchain.pipeline import Imported, compile_model, plan_graph
 from toolchain.progress import step
-from toolchain.tuning import Measured, candidates, entry_key, layer_signature, make_entry
+from toolchain.out_folder import finalize
+from toolchain.tuning import (Measured, candidates, dump_cache, entry_key, layer_signature, load_cache,
+                              make_entry)
 
 
 @dataclass(frozen=True)
@@ -150,3 +152,44 @@ def table(result: TuneResult, entries: Mapping[str, Mapping[str, Any]], board: s
 
 def _fmt(m: Measured) -> str:
     return f"{m.est_cycles:,.0f}" if m.est_cycles is not None else f"{m.instructions:,} insns"
+
+
+def tune_command(cfg: Config, target: Target, tmp: Path, out: Path, output: Path | None,
+                 quiet: bool) -> tuple[int, Callable[[], None]]:
+    """`edgecc tune` for the CLI: the rounds (tune_model) in the job's temp folder `tmp` (kept as
+    OUT/rounds/round_<k>.json, the table as OUT/tune.md), OUT finalized, and the cache written to
+    `output` (an existing cache there keeps its other entries), default OUT/tuning.json. Returns
+    (exit status, what to print). Raises InputError for a bad existing cache or a static build that
+    does not pass; targets.TargetError from the board."""
+    from toolchain.pipeline import import_model
+    from toolchain.runner import verification_data
+
+    from targets import TimeSource
+
+    if target.run.time_source is not TimeSource.PLUGIN:  # a wall-clock timer is noise at the kernels' scale
+        raise InputError(f"edgecc tune: board '{target.name}' times with a {target.run.time_source.value} timer; "
+                         "tuning needs exact counts (a board run under QEMU with the counting plugin)")
+    output = output.resolve() if output is not None else None
+    entries = load_cache(output) if output is not None and output.exists() else {}
+    imported = import_model(cfg, target)
+    data = verification_data(cfg, imported.graph_f32, imported.graph_s8)
+    result = tune_model(cfg, target, tmp, imported, data)
+    entries.update(result.entries)
+    lines = table(result, entries, target.name)
+    (tmp / "tune.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    text = dump_cache(entries)
+    if output is None:
+        (tmp / "tuning.json").write_text(text, encoding="utf-8")
+    finalize(tmp, out)
+    if output is not None:  # beside OUT: written whole, then renamed (never half a cache)
+        part = output.with_name(output.name + ".part")
+        part.write_text(text, encoding="utf-8")
+        part.replace(output)
+    where = output or out / "tuning.json"
+
+    def show() -> None:
+        if not quiet:
+            print("\n".join(lines))
+        print(f"edgecc: tuned {len(result.entries)} layer signature(s) on {target.name}: cache in {where}")
+
+    return 0, show

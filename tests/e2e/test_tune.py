@@ -3,8 +3,8 @@ quantization) for mps2-an386 (QEMU): 7 rounds (one firmware per candidate set; ~
 signatures (the four depthwise and the four 1x1 layers share one each), a cache that a second
 tune reproduces byte for byte, and a tuned `edgecc run --tuning` that passes bit-exact (ours and
 TFLM's) with est_cycles_total <= the static build's (round 0) and every op's kernel_source "tuned"
-(but Softmax's: one kernel, no entry). Measured: the static order already picks each layer's fastest kernel on the Cortex-M4, so the tuned
-build equals it (5,453,049 est. cycles). A cache entry naming the portable kernel for a layer is
+(but Softmax's: one kernel, no entry). Measured: the static order already picks each layer's
+fastest kernel on the Cortex-M4, so the tuned build equals it (5,453,049 est. cycles). A cache entry naming the portable kernel for a layer is
 obeyed (its kernel_reason says so); a winner that no longer applies falls back to the static kernel;
 a bad cache is one error line naming the file. Per-layer numbers: bench/tune_kws.py."""
 from __future__ import annotations

@@ -127,8 +127,8 @@ def test_bad_cache_files_name_file_and_key(tmp_path):
     p.write_text("{not json")
     with pytest.raises(InputError, match=r"t\.json: not a tuning cache"):
         load_cache(p)
-    p.write_text(json.dumps({"format": "edgecc-tuning/1", "entries": {"b|0.1.0|S": {"board": "b", "version": "0.1.0",
-                                                                                     "signature": "S", "candidates": {}}}}))
+    entry = {"board": "b", "version": "0.1.0", "signature": "S", "candidates": {}}
+    p.write_text(json.dumps({"format": "edgecc-tuning/1", "entries": {"b|0.1.0|S": entry}}))
     with pytest.raises(InputError, match=r"t\.json: entries\['b\|0\.1\.0\|S'\]: `winner` missing"):
         load_cache(p)
     with pytest.raises(InputError, match="cannot read"):
