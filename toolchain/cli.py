@@ -4,6 +4,9 @@
                [--out DIR] [--repeat N] [--warmup N] [--optimize speed|ram] [--kernels auto|portable]
                [--debug-guards] [--name NAME] [--jobs N] [--executor local|ray[=ADDRESS]] [--verify-chunk N] [--quiet]
   edgecc build [CONFIG.yaml] [same flags]          write OUT/lib and OUT/fw without running
+               (run, build: [--tuning FILE] the measured kernel per layer of `edgecc tune`)
+  edgecc tune  [CONFIG.yaml] [same flags] [--output FILE]   measure every kernel candidate per layer on
+               the board, write the winners to FILE (default OUT/tuning.json; docs/tuning.md)
   edgecc compare A/report.json B/report.json [--max-regression 5%] [--force]
   edgecc boards [--boards FILE]                    list the boards of boards.yaml (and of FILE)
   edgecc ops                                       ops, dtypes and attributes per frontend; kernels per board
@@ -47,7 +50,9 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="edgecc", description="Compile a trained network to verified int8 C for Arm boards.")
     sub = p.add_subparsers(dest="cmd", required=True)
     for name, helptext in (("run", "build with profiling, run on the board, verify bit for bit, report"),
-                           ("build", "write OUT/lib (model library) and OUT/fw (test firmware) without running")):
+                           ("build", "write OUT/lib (model library) and OUT/fw (test firmware) without running"),
+                           ("tune", "measure every kernel candidate of every layer on the board (one firmware "
+                                    "per candidate set) and write the winners to a tuning cache")):
         s = sub.add_parser(name, help=helptext)
         s.add_argument("config", nargs="?", type=Path, help="pipeline YAML (optional with --model)")
         s.add_argument("--model", type=Path, help="float ONNX model")
@@ -84,6 +89,12 @@ def _parser() -> argparse.ArgumentParser:
         s.add_argument("--verify-chunk", type=int, metavar="N", help="split verification: the board runs N samples "
                                                                      "per run, the runs at once, one merged report")
         s.add_argument("--quiet", action="store_true", help="no table and no progress, only errors and the final line")
+        if name == "tune":
+            s.add_argument("--output", type=Path, metavar="FILE", help="the tuning cache to write (default "
+                                                                      "OUT/tuning.json); an existing cache is updated")
+        else:
+            s.add_argument("--tuning", type=Path, metavar="FILE", help="tuning cache of `edgecc tune`: per layer the "
+                                                                      "measured fastest kernel (YAML `tuning`)")
     c = sub.add_parser("compare", help="per-op and total deltas of two report.json; non-zero exit over budget")
     c.add_argument("a", type=Path, help="baseline report.json")
     c.add_argument("b", type=Path, help="new report.json")
@@ -139,7 +150,8 @@ def _job(args: argparse.Namespace) -> int:
                                     "warmup": args.warmup, "optimize": args.optimize, "debug_guards": args.debug_guards,
                                     "kernels": args.kernels, "boards": args.boards, "name": args.name,
                                     "precision": args.precision, "weights_format": args.weights_format,
-                                    "jobs": args.jobs, "executor": args.executor, "verify_chunk": args.verify_chunk})
+                                    "jobs": args.jobs, "executor": args.executor, "verify_chunk": args.verify_chunk,
+                                    "tuning": getattr(args, "tuning", None)})
     if args.layout:  # the data's layout (preprocess.layout), over the YAML's
         from dataclasses import replace
         cfg = replace(cfg, preprocess=replace(cfg.preprocess, layout=args.layout))
@@ -148,13 +160,19 @@ def _job(args: argparse.Namespace) -> int:
         board_spec = ",".join(str(b) for b in cfg.matrix["board"])
     targets = _targets(board_spec, cfg.boards)
     out = cfg.out.resolve()
-    check_out(out, [p for p in (cfg.source, cfg.model, cfg.calibration, cfg.verify, cfg.boards) if p is not None])
+    if args.cmd == "tune" and len(targets) != 1:
+        raise InputError(f"edgecc tune measures one board; --board / `board:` names {len(targets)}")
+    if args.cmd == "tune" and cfg.optimize != "speed":
+        raise InputError(f"{cfg.source or 'command line'}: optimize: {cfg.optimize}: edgecc tune measures speed; "
+                         "remove `optimize` (a tuning cache is not used under optimize: ram either)")
+    check_out(out, [p for p in (cfg.source, cfg.model, cfg.calibration, cfg.verify, cfg.boards, cfg.tuning)
+                    if p is not None])
     tmp, created = make_tmp(out)
     try:
         # nothing else prints while the bars are live but one-line notes (none under --quiet)
         with progress.shown(progress.wanted(args.quiet)), progress.notes_shown(not args.quiet):
-            job = _one if len(targets) == 1 and not cfg.matrix and not (cfg.executor or "").startswith("ray") \
-                else _sweep
+            job = _tune if args.cmd == "tune" else _one \
+                if len(targets) == 1 and not cfg.matrix and not (cfg.executor or "").startswith("ray") else _sweep
             try:
                 code, show = job(args, cfg, targets, tmp, out)
             except OSError as e:  # a full disk, quota or read-only file system while writing: exit 2, one line
@@ -212,6 +230,18 @@ def _one(args: argparse.Namespace, cfg: Config, targets: list[Target], tmp: Path
         print(f"edgecc: {VERDICTS[outcome.exit_code]}: {why}report in {out}/report.json (also .md, .csv, .html)")
 
     return outcome.exit_code, show
+
+
+def _tune(args: argparse.Namespace, cfg: Config, targets: list[Target], tmp: Path,
+          out: Path) -> tuple[int, Callable[[], None]]:
+    """`edgecc tune` (toolchain.tune.tune_command): the rounds in tmp, the cache at --output."""
+    from targets import TargetError
+    from toolchain.tune import tune_command
+
+    try:
+        return tune_command(cfg, targets[0], tmp, out, args.output, args.quiet)
+    except TargetError as e:
+        raise target_error(e, targets[0]) from None
 
 
 def target_error(e: Exception, target: Target | None = None) -> EdgeccError:

@@ -162,6 +162,9 @@ class Config:
     verify_chunk: int | None = None
     # the YAML's `matrix:` ({key: [values]}, validated by toolchain.units.matrix_points): one unit per point
     matrix: dict[str, list[Any]] | None = None
+    # a tuning cache of `edgecc tune` (toolchain.tuning): per layer its measured fastest kernel where the
+    # cache has the layer's signature for this board and edgecc version; None: the static choice
+    tuning: Path | None = None
     source: Path | None = None  # the YAML file, for messages
 
 
@@ -289,7 +292,7 @@ def load_config(path: Path | None, overrides: dict[str, Any], patch: dict[str, A
         raise InputError(f"{where}: unknown key(s) {clip_text(', '.join(unknown), 60)}; {hint}"
                          f"allowed: {clip_text(', '.join(sorted(known)), room)}")
     kw: dict[str, Any] = {"source": path}
-    for key in ("model", "calibration", "verify", "out", "boards"):
+    for key in ("model", "calibration", "verify", "out", "boards", "tuning"):
         if raw.get(key) is not None:
             kw[key] = _path(raw[key], base, key, where)
     for key in (*_STRS, *_CHOICES, *_INTS, *_FLOATS, *_BOOLS):
@@ -306,7 +309,7 @@ def load_config(path: Path | None, overrides: dict[str, Any], patch: dict[str, A
     for key, value in overrides.items():
         if value is None:
             continue
-        if key in ("model", "calibration", "verify", "out", "boards"):
+        if key in ("model", "calibration", "verify", "out", "boards", "tuning"):
             kw[key] = Path(value)
         else:  # a flag's value: blame the flag, not the YAML
             flag = FLAGS.get(key, f"--{key}")

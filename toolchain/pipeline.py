@@ -11,6 +11,7 @@ import os
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -47,6 +48,7 @@ from toolchain.passes.select_layout import select_layout
 from toolchain.passes.set_io_dtype import set_io_dtype
 from toolchain.progress import show_notes, step
 from toolchain.schedule import order_for_memory
+from toolchain.tuning import kernel_choice
 
 
 @dataclass(frozen=True)
@@ -174,9 +176,10 @@ def _import_model(cfg: Config, target: Target | None) -> Imported:
 
 
 def compile_model(cfg: Config, target: Target, out_dir: Path, *, profile: bool,
-                  imported: Imported | None = None) -> Build:
+                  imported: Imported | None = None, pick: Any = None) -> Build:
     """Import, optimize, quantize, plan, emit and build one model for one board into out_dir
-    (`imported`: the board-independent half made before, e.g. by a sweep over boards).
+    (`imported`: the board-independent half made before, e.g. by a sweep over boards; `pick`: a
+    tuning round's kernel per node, toolchain.tuning.kernel_choice).
 
     Raises InputError / UnsupportedModel for bad input, targets.BuildError when the board's
     compiler or linker fails (e.g. a region overflow).
@@ -185,7 +188,7 @@ def compile_model(cfg: Config, target: Target, out_dir: Path, *, profile: bool,
     t0 = time.monotonic()
     lowered = lowering_target(target, cfg.kernels)                   # `kernels: portable`: portable C only
     graph, qgraph = front.graph_f32, front.int8_graph(lowered)        # the zero-point fix-ups' form for this board
-    qgraph, variants, plan = plan_graph(qgraph, cfg, target, lowered)  # layouts, kernels, order, arena (by region)
+    qgraph, variants, plan = plan_graph(qgraph, cfg, target, lowered, pick)  # layouts, kernels, order, arena
     weight_bytes = sum(t.nbytes for t in qgraph.tensors.values() if t.is_const)
     check_fits(target, Footprint(weights=weight_bytes, arena=plan.arena_bytes,  # fail before any C is compiled
                                  arena_parts=dict(plan.region_bytes) or None))
@@ -208,14 +211,20 @@ def compile_model(cfg: Config, target: Target, out_dir: Path, *, profile: bool,
 
 
 def plan_graph(qgraph: Graph, cfg: Config, target: Target,
-               lowered: Target | None = None) -> tuple[Graph, dict[str, KernelVariant], MemoryPlan]:
-    """The board's form of a quantized graph: layouts (select_layout), one kernel variant per op, the
-    node order with the smallest live peak and the arena plan (debug_guards: a guard after every
-    buffer). `lowered`: lowering_target(target, cfg.kernels), computed when None."""
+               lowered: Target | None = None, pick: Any = None) -> tuple[Graph, dict[str, KernelVariant], MemoryPlan]:
+    """The board's form of a quantized graph: layouts (select_layout), one kernel variant per op (the
+    static choice, or the tuned one: cfg.tuning / `pick`, toolchain.tuning.kernel_choice; where each
+    came from in graph.meta["kernel_sources"]), the node order with the smallest live peak and the
+    arena plan (debug_guards: a guard after every buffer). `lowered`: lowering_target(target,
+    cfg.kernels), computed when None."""
     lowered = lowered or lowering_target(target, cfg.kernels)
     prefs = [isa.value for isa in lowered.kernel_preference]
     qgraph = select_layout(qgraph, lowered)                           # NHWC or CHWN per op for this board (+ relayouts)
     variants = select_kernels(qgraph, prefs, target.isa_features, cfg.optimize)  # one kernel variant per op for this board
+    cache = cfg.tuning if cfg.optimize == "speed" else None           # tuning measures speed: not under ram
+    variants, sources = kernel_choice(qgraph, variants, prefs, target.isa_features, target.name,  # `tuning:` /
+                                      cache, pick)                    # a tune round: the measured kernels
+    qgraph = replace(qgraph, meta={**qgraph.meta, "kernel_sources": sources})
     scratch, inplace = scratch_sizes(qgraph, variants), inplace_inputs(variants)
     qgraph = order_for_memory(qgraph, scratch, target.buffer_alignment, inplace)  # order with the smallest live peak
     weight_bytes = sum(t.nbytes for t in qgraph.tensors.values() if t.is_const)

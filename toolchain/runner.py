@@ -112,6 +112,10 @@ def static_ops(build: Build) -> list[dict[str, Any]]:
     g = build.graph_s8
     prefs = [isa.value for isa in lowering_target(build.target, build.config.kernels).kernel_preference]
     reasons = kernel_reasons(g, build.variants, prefs, build.target.isa_features)
+    sources = g.meta.get("kernel_sources") or {}  # toolchain.tuning: "tuned" where a tuning cache chose
+    for name, src in sources.items():
+        if src == "tuned" and reasons.get(name):  # a faster ISA's kernel applied: the measurement overruled it
+            reasons[name] = "tuned: measured faster on this board than the static choice (edgecc tune)"
     ops = []
     for node in g.nodes:
         op = opdef(node)
@@ -122,6 +126,7 @@ def static_ops(build: Build) -> list[dict[str, Any]]:
         ops.append({"index": len(ops), "name": node.name, "op_type": node.op.value,
                     "precision": "int16" if kernel_dtype(node, g) == "s16" else "int8",  # 16x8 kernel or not
                     "kernel": build.variants[node.name].name, "kernel_reason": reasons[node.name],
+                    "kernel_source": sources.get(node.name, "static"),
                     "output_shape": list(g.t(node.outputs[0]).shape),
                     "macs": c.macs + skipped, "macs_live": c.macs, "macs_skipped": skipped,
                     "weight_bytes": c.weight_bytes, "act_read_bytes": c.act_read_bytes,

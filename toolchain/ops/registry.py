@@ -151,6 +151,17 @@ class KernelVariant:
     # "s16" (int16 activations, int8 weights: TFLite 16x8). register / add_variants make `applies`
     # refuse nodes of the other type (kernel_dtype), so no int8 kernel ever runs an int16 node.
     dtype: str = "s8"
+    # Knobs of this kernel beyond its template (e.g. a blocking: (("block_m", 4),)), sorted by name; a
+    # variant per setting is one more candidate of `edgecc tune` (toolchain.tuning), told apart by
+    # candidate_id. Today no kernel has any.
+    tunables: tuple[tuple[str, Any], ...] = ()
+
+    @property
+    def candidate_id(self) -> str:
+        """The variant's id in a tuning cache: "<isa>/<C function>", plus "[knob=value,...]" when it has
+        tunables (e.g. "dsp/ecc_dsp_conv_1x1_s8[block_m=4]"). Stable across runs (no addresses, no order)."""
+        knobs = ",".join(f"{k}={v}" for k, v in sorted(self.tunables))
+        return f"{self.isa}/{self.function}" + (f"[{knobs}]" if knobs else "")
 
 
 def kernel_dtype(node: Node, graph: Graph) -> str:
