@@ -4,7 +4,7 @@ signatures (the four depthwise and the four 1x1 layers share one each), a cache 
 tune reproduces byte for byte, and a tuned `edgecc run --tuning` that passes bit-exact (ours and
 TFLM's) with est_cycles_total <= the static build's (round 0) and every op's kernel_source "tuned"
 (but Softmax's: one kernel, no entry). Measured: the static order already picks each layer's
-fastest kernel on the Cortex-M4, so the tuned build equals it (5,453,049 est. cycles). A cache entry naming the portable kernel for a layer is
+fastest kernel on the Cortex-M4, so the tuned build equals it (then the totals are equal). A cache entry naming the portable kernel for a layer is
 obeyed (its kernel_reason says so); a winner that no longer applies falls back to the static kernel;
 a bad cache is one error line naming the file. Per-layer numbers: bench/tune_kws.py."""
 from __future__ import annotations
@@ -58,7 +58,10 @@ def test_tune_is_reproducible_and_the_tuned_build_is_no_slower(tuned, edgecc, tm
     assert all(o["kernel_source"] == "static" for o in static["ops"])
     r = _run(edgecc, tmp_path / "tuned", "--tuning", out / "tuning.json")
     assert r["est_cycles_total"] <= static["est_cycles_total"]
-    assert r["est_cycles_total"] == static["est_cycles_total"] == 5_453_049  # the static choices won everywhere
+    if [o["kernel"] for o in r["ops"]] == [o["kernel"] for o in static["ops"]]:  # the static choices won
+        assert r["est_cycles_total"] == static["est_cycles_total"]
+    else:
+        assert r["est_cycles_total"] < static["est_cycles_total"]
     sources = {(o["op_type"], o["kernel_source"]) for o in r["ops"]}
     assert sources == {("Conv2D", "tuned"), ("DepthwiseConv2D", "tuned"), ("AveragePool2D", "tuned"),
                        ("FullyConnected", "tuned"), ("Softmax", "static")}  # Softmax: one kernel, nothing to tune

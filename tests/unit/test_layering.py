@@ -122,9 +122,9 @@ def test_profiler_imports_no_pipeline_or_targets():
                                    "quantize")) == []
 
 
-# the drivers: the pipeline, the runner and split verification, the CLI and the sweep units and executors
+# the drivers: the pipeline, the runner and split verification, the CLI, the sweep units and executors, the tuner
 TOP = {"toolchain.pipeline", "toolchain.runner", "toolchain.cli", "toolchain.units", "toolchain.executors",
-       "toolchain.split_verify"}
+       "toolchain.split_verify", "toolchain.tune"}
 
 
 def test_only_the_top_imports_profiler():
