@@ -49,8 +49,8 @@ def sparse_conv_cases(tag: str, x, w, bias, k: dict, expected) -> list[Case]:
 
 def depthwise_cases(tag: str, x, w, bias, k: dict, expected) -> list[Case]:
     return isa_cases.planned_cases(ISA, tag, x, expected, (
-        (function("depthwise_conv2d", "", mode), hv.dw_plan(k, x.shape, w, bias, expected.shape, mode=mode))
-        for mode in TFLM_MODES))
+        (function("depthwise_conv2d", v, mode), plan(k, x.shape, w, bias, expected.shape, mode=mode))
+        for v, plan in (("", hv.dw_plan), ("3x3", hv.dw3_plan)) for mode in TFLM_MODES))
 
 
 def fc_cases(tag: str, x, w, bias, k: dict, expected) -> list[Case]:
@@ -97,10 +97,23 @@ DW_SHAPES = [  # (H, W, C, KH, KW, stride, pads, dilation)
     (8, 8, 8, 5, 5, (1, 1), (4, 4, 4, 4), (2, 2)),
     (3, 3, 32, 3, 3, (2, 2), (1, 1, 1, 1), (1, 1)),
     (6, 4, 3, 10, 4, (2, 1), (4, 1, 5, 2), (1, 1)),
+    # wide rows: the 3x3 kernel (helium depthwise_conv2d_3x3: >= 12 output columns, 24 with stride_w 2); rows
+    # not a multiple of 4 outputs, channels not a multiple of 16, padding on every side or none
+    (3, 14, 17, 3, 3, (1, 1), (1, 1, 1, 1), (1, 1)),
+    (4, 14, 3, 3, 3, (1, 1), (0, 0, 0, 0), (1, 1)),
+    (3, 13, 40, 3, 3, (1, 1), (0, 1, 1, 1), (1, 1)),
+    (5, 49, 3, 3, 3, (2, 2), (0, 0, 1, 1), (1, 1)),
+    (4, 53, 17, 3, 3, (2, 2), (1, 1, 1, 1), (1, 1)),
+    (3, 50, 8, 3, 3, (1, 2), (1, 0, 1, 1), (1, 1)),
     (5, 7, 4, 3, 3, (1, 1), (1, 1, 1, 1), (1, 1)),
     (4, 9, 1, 3, 3, (1, 1), (0, 1, 2, 1), (1, 1)),
     (3, 5, 2, 2, 3, (1, 1), (1, 0, 0, 2), (1, 2)),
 ]
+
+
+def out_hw_cols(wd: int, kw: int, st, pads) -> int:
+    """Output columns of a layer of input width wd (no dilation)."""
+    return (wd + pads[1] + pads[3] - kw) // st[1] + 1
 
 
 def random_cases(seed: int = 61) -> list[Case]:
@@ -129,6 +142,9 @@ def random_cases(seed: int = 61) -> list[Case]:
             w = rng.integers(-127, 128, (1, kh, kw, c), dtype=np.int8)
             if j == 0:
                 w[..., :] = np.where(rng.random(w.shape) < 0.3, -127, w)  # the extreme pair sums
+                x[...] = np.where(rng.random(x.shape) < 0.3, -128, x)
+            if j == 1 and kh == kw == 3 and out_hw_cols(wd, kw, st, pads) >= 12:  # -128 weights against -128 inputs
+                w[..., :] = np.where(rng.random(w.shape) < 0.3, -128, w)
                 x[...] = np.where(rng.random(x.shape) < 0.3, -128, x)
             bias = rng.integers(-3000, 3000, c).astype(np.int32)
             mult, shift = _requant(rng, c, 80.0 * np.sqrt(kh * kw) * 60, e0=j == 3)

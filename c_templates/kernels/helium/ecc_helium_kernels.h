@@ -59,6 +59,14 @@ ECC_HELIUM_MODES(depthwise_conv2d, (int8_t *scratch,
     int32_t k_h, int32_t k_w, const int8_t *weights,
     int32_t out_h, int32_t out_w, int32_t out_c, int8_t *output));
 
+/* 3x3 window, stride_w 1 or 2, no dilation: pixel-parallel VMLADAV (depthwise_conv2d_3x3_s8.c.j2) */
+ECC_HELIUM_MODES(depthwise_conv2d_3x3, (int8_t *scratch,
+    int32_t stride_h, int32_t stride_w, int32_t pad_top, int32_t pad_left,
+    int32_t input_zp, int32_t output_offset, int32_t act_min, int32_t act_max,
+    int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, const int8_t *input,
+    const int8_t *weights,
+    int32_t out_h, int32_t out_w, int32_t out_c, int8_t *output));
+
 ECC_HELIUM_MODES(fully_connected, (int8_t *scratch,
     int32_t output_offset, int32_t act_min, int32_t act_max,
     int32_t batches, int32_t in_depth, const int8_t *input, const int8_t *weights,
