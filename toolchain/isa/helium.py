@@ -252,26 +252,26 @@ def dw_plan_or_reason(k: dict, x_shape: tuple[int, ...], w: np.ndarray, bias: np
     return args, -(-4 * kh * kw // 16) * 16 + kh * ((wp * c + 31) // 16 * 16)
 
 
-# measured on the MLPerf Tiny VWW / KWS layers (mps3-an547): below 12 output columns per row (24 with stride_w 2)
-# the channel-parallel kernel takes fewer instructions and estimated cycles
-DW3_MIN_COLS = 12
+# measured on the MLPerf Tiny VWW / KWS layers (mps3-an547): with fewer channels (two blocks of four per pixel
+# pair) or stride_w 2 (one output per window, two interleaved columns per output) the channel-parallel kernel takes
+# fewer estimated cycles
+DW3_MIN_CHANNELS = 16
 
 
 def dw3_plan_or_reason(k: dict, x_shape: tuple[int, ...], w: np.ndarray, bias: np.ndarray | None,
                        y_shape: tuple[int, ...], *, mode: str, x: str = "input", y: str = "output") -> Plan | str:
     """(argument list, scratch bytes) of helium depthwise_conv2d_3x3 (pixel-parallel VMLADAV) for
     requantization `mode`; the reason when it does not apply: a window other than 3x3, dilation,
-    stride_w other than 1 or 2, rows of fewer than DW3_MIN_COLS * stride_w outputs, a depth multiplier
-    other than 1, or a requantization it cannot do exactly. Any weight value (-128 included): every
+    stride_w other than 1, fewer than DW3_MIN_CHANNELS channels, a depth multiplier other than 1, or a
+    requantization it cannot do exactly. Any weight value (-128 included): every
     product and sum is exact in 32 bits."""
     _, kh, kw, c = w.shape
     if (kh, kw) != (3, 3) or tuple(k["dilation"]) != (1, 1):
         return "not a 3x3 window without dilation"
-    if k["stride"][1] not in (1, 2):
-        return f"stride_w {k['stride'][1]}"
-    if y_shape[2] < DW3_MIN_COLS * k["stride"][1]:
-        return (f"fewer than {DW3_MIN_COLS * k['stride'][1]} output columns (its per-channel cost per row makes "
-                "the channel-parallel kernel faster)")
+    if k["stride"][1] != 1:
+        return f"stride_w {k['stride'][1]} (the channel-parallel kernel is faster there)"
+    if c < DW3_MIN_CHANNELS:
+        return f"fewer than {DW3_MIN_CHANNELS} channels (the channel-parallel kernel is faster there)"
     if k["depth_multiplier"] != 1:
         return f"depth multiplier {k['depth_multiplier']}"
     f = fold_or_reason(w.reshape(-1, c).T, bias, k["input_offset"], k["out_mult"], k["out_shift"],
@@ -279,14 +279,13 @@ def dw3_plan_or_reason(k: dict, x_shape: tuple[int, ...], w: np.ndarray, bias: n
     if (why := mode_reason(f, mode)) is not None:
         return why
     f = as_mode(f, mode)
-    sw = k["stride"][1]
     args = [*map(CArg.lit, [*k["stride"], *k["pad"], -k["input_offset"], k["output_offset"], k["act_min"],
                             k["act_max"], *x_shape]), CArg("act", x),
-            CArg("array", pack_depthwise_3x3(w, f, sw), "wpack"), *map(CArg.lit, y_shape[1:]), CArg("act", y)]
-    # interleaved rows: the columns the last (predicated) group of four outputs gathers, 64 bytes of VST4
-    # slack; then a row of the zero point (the padding's source), 16 bytes of slack
-    cols = (4 * sw) * -(-y_shape[2] // 4) + 2
-    return args, -(-(4 * cols * c + 64) // 16) * 16 + -(-c // 16) * 16 + 16
+            CArg("array", pack_depthwise_3x3(w, f), "wpack"), *map(CArg.lit, y_shape[1:]), CArg("act", y)]
+    # the interleaved rows (cols + 1 columns of c words, 64 bytes of VST4 slack), a row of the zero point
+    # (16 bytes of slack)
+    cols = y_shape[2] + 2
+    return args, -(-(4 * (cols + 1) * c + 64) // 16) * 16 + -(-c // 16) * 16 + 16
 
 
 def dw3_plan(*args: Any, **kw: Any) -> Plan | None:
@@ -307,7 +306,7 @@ def _dw_node(mode: str, planner: Callable[..., Plan | str] = dw_plan_or_reason) 
     return plan
 
 
-# the 3x3 kernel first: it applies to 3x3 stride_w 1 / 2 layers, which it runs in about half the instructions
+# the 3x3 kernel first: where it applies (3x3, stride_w 1, 16 channels or more) it takes fewer instructions and cycles
 DEPTHWISE_CONV2D = (tuple(_plan_variant("depthwise_conv2d", "3x3", mode, _dw_node(mode, dw3_plan_or_reason))
                           for mode in MODES)
                     + tuple(_plan_variant("depthwise_conv2d", "", mode, _dw_node(mode)) for mode in MODES))

@@ -161,16 +161,21 @@ def pack_depthwise(w: np.ndarray, f: Folded, px: int = 1) -> np.ndarray:
     return np.concatenate(parts)
 
 
-def pack_depthwise_3x3(w: np.ndarray, f: Folded, stride_w: int) -> np.ndarray:
+def pack_depthwise_3x3(w: np.ndarray, f: Folded) -> np.ndarray:
     """[1, 3, 3, C] int8 + its Folded -> the blob of helium depthwise_conv2d_3x3 (its template's
-    header), int8: per channel the weight vectors of a 4 x 4 window of 32-bit words (byte 4 col + row,
-    row 3 and unused columns zero): W0 = taps at columns 0..2 and, with stride_w 1, W1 = the same at
-    columns 1..3; then bias', mult, shift and 0 as int32 (16 bytes per channel of record)."""
+    header), int8: per block of four channels (C zero-padded) the weight vectors of channels 0, 2, 1,
+    3, each over a 4 x 4 window of 32-bit words (byte 4 col + row, row 3 and unused columns zero): W0
+    = the taps at columns 0..2, W1 = the same at columns 1..3; then bias', mult and shift as
+    int32[4]."""
     c = w.shape[3]
-    nw = 1 if stride_w == 2 else 2
-    vecs = np.zeros((c, nw, 4, 4), np.int8)  # [channel, vector, column, row]
+    cp = -(-c // 4) * 4
+    vecs = np.zeros((cp, 2, 4, 4), np.int8)  # [channel, vector, column, row]
     taps = w[0].transpose(2, 1, 0)  # [C, kx, ky]
-    for j in range(nw):
-        vecs[:, j, j:j + 3, :3] = taps
-    rec = np.stack([f.bias, f.mult, f.shift, np.zeros_like(f.bias)], axis=1).astype(np.int64)  # [C, 4]
-    return np.concatenate([vecs.reshape(c, 16 * nw), _words(rec.reshape(-1)).reshape(c, 16)], axis=1).reshape(-1)
+    for j in range(2):
+        vecs[:c, j, j:j + 3, :3] = taps
+    rec = np.zeros((3, cp), np.int64)
+    rec[:, :c] = np.stack([f.bias, f.mult, f.shift])
+    parts = []
+    for q in range(cp // 4):
+        parts += [vecs[4 * q + np.array([0, 2, 1, 3])].reshape(-1), _words(rec[:, 4 * q:4 * q + 4].reshape(-1))]
+    return np.concatenate(parts)
