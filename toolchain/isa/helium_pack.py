@@ -163,16 +163,14 @@ def pack_depthwise(w: np.ndarray, f: Folded, px: int = 1) -> np.ndarray:
 
 def pack_depthwise_3x3(w: np.ndarray, f: Folded) -> np.ndarray:
     """[1, 3, 3, C] int8 + its Folded -> the blob of helium depthwise_conv2d_3x3 (its template's
-    header), int8: per block of four channels (C zero-padded) the weight vectors of channels 0, 2, 1,
-    3, each over a 4 x 4 window of 32-bit words (byte 4 col + row, row 3 and unused columns zero): W0
-    = the taps at columns 0..2, W1 = the same at columns 1..3; then bias', mult and shift as
+    header), int8: per block of four channels (C zero-padded) the weight vectors W0 of channels 0, 2,
+    1, 3: the taps at columns 0..2 of a 4 x 4 window of 32-bit words (byte 4 col + row; row 3 and
+    column 3 zero, the kernel's W1 is W0 moved up one column); then bias', mult and shift as
     int32[4]."""
     c = w.shape[3]
     cp = -(-c // 4) * 4
-    vecs = np.zeros((cp, 2, 4, 4), np.int8)  # [channel, vector, column, row]
-    taps = w[0].transpose(2, 1, 0)  # [C, kx, ky]
-    for j in range(2):
-        vecs[:c, j, j:j + 3, :3] = taps
+    vecs = np.zeros((cp, 4, 4), np.int8)  # [channel, column, row]
+    vecs[:c, :3, :3] = w[0].transpose(2, 1, 0)  # [C, kx, ky]
     rec = np.zeros((3, cp), np.int64)
     rec[:, :c] = np.stack([f.bias, f.mult, f.shift])
     parts = []
