@@ -9,7 +9,9 @@ GEMM kernels (conv2d, conv2d_1x1, fully_connected) multiply with VMLADAV(A).S8: 
 sum is exact in 32 bits, no two products share a 16-bit lane, so weights of -128 are accepted
 (BL-04 does not apply). The depthwise kernel sums two products in one int16 lane where every weight
 is in [-127, 127] (checked on the actual weights); a layer holding -128 runs the same kernel with
-every tap widened alone (tap_pairs = 0).
+every tap widened alone (tap_pairs = 0). 3x3 depthwise layers of stride_w 1 and >= 16 channels take
+depthwise_conv2d_3x3 first: one VMLADAV.S8 per output over a gathered 4 x 4 window, every product
+and sum exact in 32 bits (any weight).
 
 Exactness: the accumulators are int32 and wrap like the portable kernels' int32 sums, so folding
 the input offset into the bias (mod 2^32) changes nothing; the vectorised requantization equals

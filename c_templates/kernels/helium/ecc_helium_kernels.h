@@ -12,7 +12,9 @@
  *   output zero point (the round-half-away fix-up cannot change an output there), plain otherwise,
  *   `_onnx` for rounding "onnx" (onnxruntime's float32 output stage, MVE float: the portable `_onnx`
  *   twins' results; the blob's multiplier words hold the float32 scales);
- * - depthwise_conv2d: tap_pairs = 0 when a weight is -128 (taps widened one by one, BL-04).
+ * - depthwise_conv2d: tap_pairs = 0 when a weight is -128 (taps widened one by one, BL-04);
+ *   depthwise_conv2d_3x3 (3x3, stride_w 1, no dilation): its own blob, per block of four channels
+ *   (depthwise_conv2d_3x3_s8.c.j2).
  * Argument order as everywhere: scratch, params, quant, input dims, input, weight dims, weights,
  * bias, output dims, output. Scratch sizes: toolchain/isa/helium.py.
  */
