@@ -49,8 +49,8 @@ def sparse_conv_cases(tag: str, x, w, bias, k: dict, expected) -> list[Case]:
 
 def depthwise_cases(tag: str, x, w, bias, k: dict, expected) -> list[Case]:
     return isa_cases.planned_cases(ISA, tag, x, expected, (
-        (function("depthwise_conv2d", "", mode), hv.dw_plan(k, x.shape, w, bias, expected.shape, mode=mode))
-        for mode in TFLM_MODES))
+        (function("depthwise_conv2d", v, mode), plan(k, x.shape, w, bias, expected.shape, mode=mode))
+        for v, plan in (("", hv.dw_plan), ("3x3", hv.dw3_plan)) for mode in TFLM_MODES))
 
 
 def fc_cases(tag: str, x, w, bias, k: dict, expected) -> list[Case]:
@@ -97,6 +97,14 @@ DW_SHAPES = [  # (H, W, C, KH, KW, stride, pads, dilation)
     (8, 8, 8, 5, 5, (1, 1), (4, 4, 4, 4), (2, 2)),
     (3, 3, 32, 3, 3, (2, 2), (1, 1, 1, 1), (1, 1)),
     (6, 4, 3, 10, 4, (2, 1), (4, 1, 5, 2), (1, 1)),
+    # the 3x3 kernel (helium depthwise_conv2d_3x3: stride_w 1, >= 16 channels): rows of odd and even width,
+    # channels not a multiple of 16 or 4, padding on every side or none, stride_h 2
+    (5, 5, 17, 3, 3, (1, 1), (1, 1, 1, 1), (1, 1)),
+    (4, 6, 40, 3, 3, (1, 1), (0, 0, 0, 0), (1, 1)),
+    (3, 7, 18, 3, 3, (1, 1), (0, 1, 1, 1), (1, 1)),
+    (6, 3, 33, 3, 3, (2, 1), (1, 1, 1, 1), (1, 1)),
+    (3, 14, 16, 3, 3, (1, 1), (1, 1, 1, 1), (1, 1)),
+    (4, 6, 3, 3, 3, (1, 1), (1, 1, 1, 1), (1, 1)),
     (5, 7, 4, 3, 3, (1, 1), (1, 1, 1, 1), (1, 1)),
     (4, 9, 1, 3, 3, (1, 1), (0, 1, 2, 1), (1, 1)),
     (3, 5, 2, 2, 3, (1, 1), (1, 0, 0, 2), (1, 2)),
@@ -129,6 +137,9 @@ def random_cases(seed: int = 61) -> list[Case]:
             w = rng.integers(-127, 128, (1, kh, kw, c), dtype=np.int8)
             if j == 0:
                 w[..., :] = np.where(rng.random(w.shape) < 0.3, -127, w)  # the extreme pair sums
+                x[...] = np.where(rng.random(x.shape) < 0.3, -128, x)
+            if j == 1 and kh == kw == 3:  # -128 weights against -128 inputs (no int16 pair sum in the 3x3 kernel)
+                w[..., :] = np.where(rng.random(w.shape) < 0.3, -128, w)
                 x[...] = np.where(rng.random(x.shape) < 0.3, -128, x)
             bias = rng.integers(-3000, 3000, c).astype(np.int32)
             mult, shift = _requant(rng, c, 80.0 * np.sqrt(kh * kw) * 60, e0=j == 3)

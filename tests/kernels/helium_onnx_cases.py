@@ -58,7 +58,8 @@ def conv_cases(tag: str, x, w, bias, k: dict, modes=ONNX_MODES) -> list[Case]:
 
 def dw_cases(tag: str, x, w, bias, k: dict, modes=ONNX_MODES) -> list[Case]:
     return _cases(tag, x, lambda: depthwise_conv2d.depthwise_conv2d_s8(x, w, bias, **k), [
-        (("depthwise_conv2d", ""), lambda mode, ys: hv.dw_plan(k, x.shape, w, bias, ys, mode=mode))], modes)
+        (("depthwise_conv2d", v), lambda mode, ys, plan=plan: plan(k, x.shape, w, bias, ys, mode=mode))
+        for v, plan in (("", hv.dw_plan), ("3x3", hv.dw3_plan))], modes)
 
 
 def fc_cases(tag: str, x, w, bias, k: dict, modes=ONNX_MODES) -> list[Case]:
@@ -89,6 +90,8 @@ DW_SHAPES = [  # (H, W, C, KH, KW, stride, pads, dilation): 3x3, other windows, 
     (5, 7, 4, 3, 3, (1, 1), (1, 1, 1, 1), (1, 1)),
     (6, 4, 3, 5, 4, (2, 1), (2, 1, 2, 2), (1, 1)),
     (4, 9, 1, 2, 3, (1, 1), (0, 1, 1, 1), (1, 2)),
+    (3, 15, 19, 3, 3, (1, 1), (1, 1, 1, 1), (1, 1)),  # >= 16 channels: the 3x3 kernel too
+    (5, 5, 24, 3, 3, (2, 1), (0, 1, 1, 1), (1, 1)),
 ]
 
 

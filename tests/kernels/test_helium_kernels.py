@@ -157,6 +157,41 @@ def test_depthwise_lanes():
     np.testing.assert_array_equal(blob[:64].view("<i4"), np.tile(np.arange(8), 2)[hv.DW_LANES])
 
 
+def test_depthwise_3x3_blob_and_reasons():
+    """depthwise_conv2d_3x3: the column offsets {0, 4, 8, 12} * C, then per block of four channels
+    W0 of channels 0, 2, 1, 3 (byte 4 kx + ky, the rest zero) and bias', mult, shift; it takes -128
+    weights (no int16 pair sums) and leaves stride_w 2, fewer than 16 channels and other windows to
+    depthwise_conv2d."""
+    rng = np.random.default_rng(9)
+    c = 18
+    w = rng.integers(-128, 128, (1, 3, 3, c), dtype=np.int8)
+    w[0, 1, 2, 5] = -128
+    f = hv.fold(w.reshape(-1, c).T, np.arange(c), 3, np.full(c, 1 << 30), np.full(c, -3), 0, (-128, 127))
+    blob = hv.pack_depthwise_3x3(w, f)
+    assert blob.size == 16 + 5 * (64 + 48)
+    np.testing.assert_array_equal(blob[:16].view("<u4"), [0, 4 * c, 8 * c, 12 * c])
+    for q in range(5):
+        b = blob[16 + 112 * q:16 + 112 * (q + 1)]
+        for slot, ch in enumerate(4 * q + np.array([0, 2, 1, 3])):
+            v = b[16 * slot:16 * slot + 16].reshape(4, 4)  # [column, row]
+            want = np.zeros((4, 4), np.int8)
+            if ch < c:
+                want[:3, :3] = w[0, :, :, ch].T
+            np.testing.assert_array_equal(v, want)
+        words = b[64:].view("<i4").reshape(3, 4)
+        n = min(4, c - 4 * q)
+        np.testing.assert_array_equal(words[0, :n], f.bias[4 * q:4 * q + n])
+        assert not words[:, n:].any()
+    k = dict(stride=(1, 1), pad=(1, 1), dilation=(1, 1), depth_multiplier=1, input_offset=128, output_offset=-128,
+             out_mult=np.full(c, 1 << 30), out_shift=np.full(c, -12), act_min=-128, act_max=127)
+    assert hv.dw3_plan(k, (1, 5, 5, c), w, None, (1, 5, 5, c), mode="relu") is not None
+    assert "stride_w 2" in hv.dw3_plan_or_reason({**k, "stride": (1, 2)}, (1, 5, 5, c), w, None, (1, 5, 3, c),
+                                                  mode="relu")
+    assert "16 channels" in hv.dw3_plan_or_reason(k, (1, 5, 5, 8), w[..., :8], None, (1, 5, 5, 8), mode="relu")
+    assert "3x3" in hv.dw3_plan_or_reason(k, (1, 5, 5, c), np.zeros((1, 5, 5, c), np.int8), None, (1, 5, 5, c),
+                                          mode="relu")
+
+
 def test_helium_needs_the_mve_feature():
     """Helium variants carry requires={"mve"} (the onnx ones of Conv / depthwise / FC also "mve_fp"):
     select_kernels never picks one for a board without it, even when "helium" is in the preference

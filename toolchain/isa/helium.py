@@ -9,7 +9,9 @@ GEMM kernels (conv2d, conv2d_1x1, fully_connected) multiply with VMLADAV(A).S8: 
 sum is exact in 32 bits, no two products share a 16-bit lane, so weights of -128 are accepted
 (BL-04 does not apply). The depthwise kernel sums two products in one int16 lane where every weight
 is in [-127, 127] (checked on the actual weights); a layer holding -128 runs the same kernel with
-every tap widened alone (tap_pairs = 0).
+every tap widened alone (tap_pairs = 0). 3x3 depthwise layers of stride_w 1 and >= 16 channels take
+depthwise_conv2d_3x3 first: one VMLADAV.S8 per output over a gathered 4 x 4 window, every product
+and sum exact in 32 bits (any weight).
 
 Exactness: the accumulators are int32 and wrap like the portable kernels' int32 sums, so folding
 the input offset into the bias (mod 2^32) changes nothing; the vectorised requantization equals
@@ -30,7 +32,7 @@ from toolchain.ir import Graph, Node
 # the offline parts, also reached through this module (tests: hv.fold, hv.pack_gemm, hv.DW_LANES ...)
 from toolchain.isa.helium_pack import DW_LANES, Folded, fold, wrap32  # noqa: F401
 from toolchain.isa.helium_pack import (as_mode, fold_or_reason, lane_safe, lanes_px, mode_reason, n_chunks,
-                                       pack_depthwise, pack_gemm, pack_sparse_gemm)
+                                       pack_depthwise, pack_depthwise_3x3, pack_gemm, pack_sparse_gemm)
 from toolchain.isa.helium_rq import MODES, ONNX, ONNX_FEATURES, ONNX_FEATURES_WHY, add_onnx_reason
 from toolchain.isa.packing import ConstantSplit, fold_bias, layer_constants, split_constants
 from toolchain.ops import add, conv2d, depthwise_conv2d, fully_connected
@@ -252,20 +254,64 @@ def dw_plan_or_reason(k: dict, x_shape: tuple[int, ...], w: np.ndarray, bias: np
     return args, -(-4 * kh * kw // 16) * 16 + kh * ((wp * c + 31) // 16 * 16)
 
 
+# measured on the MLPerf Tiny VWW / KWS layers (mps3-an547): with fewer channels (two blocks of four per pixel
+# pair) or stride_w 2 (one output per window, two interleaved columns per output) the channel-parallel kernel takes
+# fewer estimated cycles
+DW3_MIN_CHANNELS = 16
+
+
+def dw3_plan_or_reason(k: dict, x_shape: tuple[int, ...], w: np.ndarray, bias: np.ndarray | None,
+                       y_shape: tuple[int, ...], *, mode: str, x: str = "input", y: str = "output") -> Plan | str:
+    """(argument list, scratch bytes) of helium depthwise_conv2d_3x3 (pixel-parallel VMLADAV) for
+    requantization `mode`; the reason when it does not apply: a window other than 3x3, dilation,
+    stride_w other than 1, fewer than DW3_MIN_CHANNELS channels, a depth multiplier other than 1, or a
+    requantization it cannot do exactly. Any weight value (-128 included): every
+    product and sum is exact in 32 bits."""
+    _, kh, kw, c = w.shape
+    if (kh, kw) != (3, 3) or tuple(k["dilation"]) != (1, 1):
+        return "not a 3x3 window without dilation"
+    if k["stride"][1] != 1:
+        return f"stride_w {k['stride'][1]} (the channel-parallel kernel is faster there)"
+    if c < DW3_MIN_CHANNELS:
+        return f"fewer than {DW3_MIN_CHANNELS} channels (the channel-parallel kernel is faster there)"
+    if k["depth_multiplier"] != 1:
+        return f"depth multiplier {k['depth_multiplier']}"
+    f = fold_or_reason(w.reshape(-1, c).T, bias, k["input_offset"], k["out_mult"], k["out_shift"],
+                       k["output_offset"], (k["act_min"], k["act_max"]))
+    if (why := mode_reason(f, mode)) is not None:
+        return why
+    f = as_mode(f, mode)
+    args = [*map(CArg.lit, [*k["stride"], *k["pad"], -k["input_offset"], k["output_offset"], k["act_min"],
+                            k["act_max"], *x_shape]), CArg("act", x),
+            CArg("array", pack_depthwise_3x3(w, f), "wpack"), *map(CArg.lit, y_shape[1:]), CArg("act", y)]
+    # the interleaved rows (cols + 1 columns of c words, 64 bytes of VST4 slack), a row of the zero point
+    # (16 bytes of slack)
+    cols = y_shape[2] + 2
+    return args, -(-(4 * (cols + 1) * c + 64) // 16) * 16 + -(-c // 16) * 16 + 16
+
+
+def dw3_plan(*args: Any, **kw: Any) -> Plan | None:
+    """dw3_plan_or_reason, None instead of a reason."""
+    return _plan_or_none(dw3_plan_or_reason(*args, **kw))
+
+
 def dw_plan(*args: Any, **kw: Any) -> Plan | None:
     """dw_plan_or_reason, None instead of a reason."""
     return _plan_or_none(dw_plan_or_reason(*args, **kw))
 
 
-def _dw_node(mode: str) -> Callable[[Node, Graph], Plan | str]:
+def _dw_node(mode: str, planner: Callable[..., Plan | str] = dw_plan_or_reason) -> Callable[[Node, Graph], Plan | str]:
     def plan(node: Node, graph: Graph):
         x, w, y = graph.t(node.inputs[0]), graph.t(node.inputs[1]), graph.t(node.outputs[0])
-        return dw_plan_or_reason(depthwise_conv2d.s8_kwargs(node, graph), x.shape, w.data, _bias(node, graph),
-                                 y.shape, mode=mode, x=x.name, y=y.name)
+        return planner(depthwise_conv2d.s8_kwargs(node, graph), x.shape, w.data, _bias(node, graph),
+                       y.shape, mode=mode, x=x.name, y=y.name)
     return plan
 
 
-DEPTHWISE_CONV2D = tuple(_plan_variant("depthwise_conv2d", "", mode, _dw_node(mode)) for mode in MODES)
+# the 3x3 kernel first: where it applies (3x3, stride_w 1, 16 channels or more) it takes fewer instructions and cycles
+DEPTHWISE_CONV2D = (tuple(_plan_variant("depthwise_conv2d", "3x3", mode, _dw_node(mode, dw3_plan_or_reason))
+                          for mode in MODES)
+                    + tuple(_plan_variant("depthwise_conv2d", "", mode, _dw_node(mode)) for mode in MODES))
 
 
 # ---- add, average / max pooling: the portable argument lists ---------------------------------------

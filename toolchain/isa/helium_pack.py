@@ -159,3 +159,22 @@ def pack_depthwise(w: np.ndarray, f: Folded, px: int = 1) -> np.ndarray:
     for g in range(cp // 16):
         parts += [_words(recp[:, 16 * g:16 * g + 16][:, DW_LANES].reshape(-1)), wp[:, 16 * g:16 * g + 16].reshape(-1)]
     return np.concatenate(parts)
+
+
+def pack_depthwise_3x3(w: np.ndarray, f: Folded) -> np.ndarray:
+    """[1, 3, 3, C] int8 + its Folded -> the blob of helium depthwise_conv2d_3x3 (its template's
+    header), int8: the window's column offsets in bytes, {0, 4, 8, 12} * C as uint32, then per block
+    of four channels (C zero-padded) the weight vectors W0 of channels 0, 2,
+    1, 3: the taps at columns 0..2 of a 4 x 4 window of 32-bit words (byte 4 col + row; row 3 and
+    column 3 zero, the kernel's W1 is W0 moved up one column); then bias', mult and shift as
+    int32[4]."""
+    c = w.shape[3]
+    cp = -(-c // 4) * 4
+    vecs = np.zeros((cp, 4, 4), np.int8)  # [channel, column, row]
+    vecs[:c, :3, :3] = w[0].transpose(2, 1, 0)  # [C, kx, ky]
+    rec = np.zeros((3, cp), np.int64)
+    rec[:, :c] = np.stack([f.bias, f.mult, f.shift])
+    parts = [_words(np.arange(4) * 4 * c)]
+    for q in range(cp // 4):
+        parts += [vecs[4 * q + np.array([0, 2, 1, 3])].reshape(-1), _words(rec[:, 4 * q:4 * q + 4].reshape(-1))]
+    return np.concatenate(parts)

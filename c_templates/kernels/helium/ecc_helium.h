@@ -12,7 +12,8 @@
  * - Depthwise weights (depthwise_conv2d_s8.c.j2): 16 lanes per group (16 channels, or 16 / C
  *   pixels of C channels); per group bias, multiplier and shift as four int32 x 4 vectors each in
  *   the lane order of the widened accumulators (lanes {0,4,8,12}, {2,6,10,14}, {1,5,9,13},
- *   {3,7,11,15}), then per tap 16 int8 in lane order.
+ *   {3,7,11,15}), then per tap 16 int8 in lane order. depthwise_conv2d_3x3_s8.c.j2: per block of
+ *   four channels the 4 x 4-window weight vectors, then bias, multiplier and shift as int32 x 4.
  * - Requantization (ecc_helium_rq): vqrdmulh is gemmlowp's SaturatingRoundingDoublingHighMul;
  *   vrshl rounds half up, gemmlowp's RoundingDivideByPOT half away from zero: the FIX mode adds -1
  *   to negative values with a non-zero shift first. NOFIX skips it where it cannot matter: a

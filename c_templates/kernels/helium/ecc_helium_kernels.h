@@ -12,7 +12,9 @@
  *   output zero point (the round-half-away fix-up cannot change an output there), plain otherwise,
  *   `_onnx` for rounding "onnx" (onnxruntime's float32 output stage, MVE float: the portable `_onnx`
  *   twins' results; the blob's multiplier words hold the float32 scales);
- * - depthwise_conv2d: tap_pairs = 0 when a weight is -128 (taps widened one by one, BL-04).
+ * - depthwise_conv2d: tap_pairs = 0 when a weight is -128 (taps widened one by one, BL-04);
+ *   depthwise_conv2d_3x3 (3x3, stride_w 1, no dilation): its own blob, per block of four channels
+ *   (depthwise_conv2d_3x3_s8.c.j2).
  * Argument order as everywhere: scratch, params, quant, input dims, input, weight dims, weights,
  * bias, output dims, output. Scratch sizes: toolchain/isa/helium.py.
  */
@@ -57,6 +59,14 @@ ECC_HELIUM_MODES(depthwise_conv2d, (int8_t *scratch,
     int32_t lanes_px, int32_t tap_pairs, int32_t input_zp, int32_t output_offset, int32_t act_min, int32_t act_max,
     int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, const int8_t *input,
     int32_t k_h, int32_t k_w, const int8_t *weights,
+    int32_t out_h, int32_t out_w, int32_t out_c, int8_t *output));
+
+/* 3x3 window, stride_w 1 or 2, no dilation: pixel-parallel VMLADAV (depthwise_conv2d_3x3_s8.c.j2) */
+ECC_HELIUM_MODES(depthwise_conv2d_3x3, (int8_t *scratch,
+    int32_t stride_h, int32_t stride_w, int32_t pad_top, int32_t pad_left,
+    int32_t input_zp, int32_t output_offset, int32_t act_min, int32_t act_max,
+    int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, const int8_t *input,
+    const int8_t *weights,
     int32_t out_h, int32_t out_w, int32_t out_c, int8_t *output));
 
 ECC_HELIUM_MODES(fully_connected, (int8_t *scratch,
