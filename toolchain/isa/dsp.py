@@ -191,9 +191,47 @@ def depthwise_plan_why(k: dict, x_shape: tuple[int, ...], w: np.ndarray, bias: n
     return args, 8 * quads * kh * kw
 
 
-def _depthwise_node(node: Node, graph: Graph, mode: str, three: bool) -> Plan | str:
+PAIRED_MAX_SHIFT = 20  # dsp/depthwise_conv2d_3x3p: |k << shift| < 2^29, so SMMLAR's sum stays in 32 bits
+
+
+def paired_transposed(out_h: int, out_w: int) -> bool:
+    """Whether dsp/depthwise_conv2d_3x3p pairs taps along the height (its ecc_dwp_transposed): when the
+    width leaves a tail of outputs (out_w % 4) and the height does not, or the height is longer."""
+    return out_w % 4 != 0 and (out_h % 4 == 0 or out_h > out_w)
+
+
+def depthwise_paired_plan_why(k: dict, x_shape: tuple[int, ...], w: np.ndarray, bias: np.ndarray | None,
+                              y_shape: tuple[int, ...], *, pstride: int, x: str = "input", y: str = "output",
+                              w_arg: CArg | None = None) -> Plan | str:
+    """(argument list, scratch bytes) of dsp/depthwise_conv2d_3x3p (tap-paired SMLAD, RELU mode only),
+    entry point for stride `pstride` (1 or 2) along the paired axis (paired_transposed: the height or the
+    width; the other stride 1 to 3): the arguments of the 3x3 kernel's RELU entry point, for shifts <=
+    PAIRED_MAX_SHIFT (the kernel adds k << shift to the high product); else the reason (a string).
+    Scratch: a 48-byte record per channel and per channel a plane of q15 input, 24 bytes per group of
+    four columns (ng groups: the t-row's full steps of four outputs plus two, twice that at stride 2)."""
+    plan = depthwise_plan_why(k, x_shape, w, bias, y_shape, mode="relu", three=True, x=x, y=y, w_arg=w_arg)
+    if isinstance(plan, str):
+        return plan
+    tr = paired_transposed(y_shape[1], y_shape[2])
+    sh, sw = k["stride"][::-1] if tr else k["stride"]
+    otw = y_shape[1] if tr else y_shape[2]
+    if sw != pstride:
+        return f"stride along the paired axis is not {pstride}"
+    if not 1 <= sh <= 3:
+        return "stride across the paired axis is above 3"
+    shift = next(a.value for a in plan[0] if a.name == "shift")
+    if int(np.max(shift)) > PAIRED_MAX_SHIFT:
+        return f"a shift is above {PAIRED_MAX_SHIFT}"
+    ng = otw // 4 + 2 if pstride == 1 else 2 * (otw // 4) + 2
+    return plan[0], 48 * y_shape[3] + 24 * ng * y_shape[3]
+
+
+def _depthwise_node(node: Node, graph: Graph, mode: str, three: bool, paired: int = 0) -> Plan | str:
     x, w, y = graph.t(node.inputs[0]), graph.t(node.inputs[1]), graph.t(node.outputs[0])
     bias = graph.t(node.inputs[2]).data if len(node.inputs) > 2 and node.inputs[2] else None
+    if paired:
+        return depthwise_paired_plan_why(depthwise_conv2d.s8_kwargs(node, graph), x.shape, w.data, bias, y.shape,
+                                         pstride=paired, x=x.name, y=y.name, w_arg=CArg("const", w.name))
     return depthwise_plan_why(depthwise_conv2d.s8_kwargs(node, graph), x.shape, w.data, bias, y.shape, mode=mode,
                               three=three, x=x.name, y=y.name, w_arg=CArg("const", w.name))
 
@@ -203,7 +241,17 @@ def _depthwise_dsp(mode: str, three: bool) -> KernelVariant:
                            lambda n, g: _depthwise_node(n, g, mode, three), headers=("dsp/ecc_dsp_depthwise.h",))
 
 
-DEPTHWISE_CONV2D = tuple(_depthwise_dsp(mode, three) for three in (True, False) for mode in WEIGHTED_MODES)
+def _paired_dsp(pstride: int) -> KernelVariant:
+    """dsp/depthwise_conv2d_3x3p's entry point for stride `pstride` along the paired axis (both in one
+    template: a model links only the one it calls)."""
+    v = planned_variant("depthwise_conv2d", "3x3p" if pstride == 1 else "3x3p_s2", "relu",
+                        lambda n, g: _depthwise_node(n, g, "relu", True, paired=pstride))
+    return replace(v, template="dsp/depthwise_conv2d_3x3p_s8.c.j2")
+
+
+# the tap-paired 3x3 kernel first: where it applies (RELU layers, strides 1 and 2) it is the fastest
+DEPTHWISE_CONV2D = (_paired_dsp(1), _paired_dsp(2),
+                    *(_depthwise_dsp(mode, three) for three in (True, False) for mode in WEIGHTED_MODES))
 
 
 # ---- DSP variant (c_templates/kernels/dsp/): predicate, scratch, argument list ---------------
