@@ -208,7 +208,7 @@ def depthwise_paired_plan_why(k: dict, x_shape: tuple[int, ...], w: np.ndarray, 
     width; the other stride 1 to 3): the arguments of the 3x3 kernel's RELU entry point, for shifts <=
     PAIRED_MAX_SHIFT (the kernel adds k << shift to the high product); else the reason (a string).
     Scratch: a 48-byte record per channel and per channel a plane of q15 input, 24 bytes per group of
-    four columns (ng groups: the t-row's full steps of four outputs plus two, twice that at stride 2)."""
+    four columns (ng groups: those the t-row's steps of four outputs and its tail read)."""
     plan = depthwise_plan_why(k, x_shape, w, bias, y_shape, mode="relu", three=True, x=x, y=y, w_arg=w_arg)
     if isinstance(plan, str):
         return plan
@@ -222,7 +222,8 @@ def depthwise_paired_plan_why(k: dict, x_shape: tuple[int, ...], w: np.ndarray, 
     shift = next(a.value for a in plan[0] if a.name == "shift")
     if int(np.max(shift)) > PAIRED_MAX_SHIFT:
         return f"a shift is above {PAIRED_MAX_SHIFT}"
-    ng = otw // 4 + 2 if pstride == 1 else 2 * (otw // 4) + 2
+    nb, rem = divmod(otw, 4)
+    ng = nb + 1 + (rem == 3) if pstride == 1 else 2 * nb + 1 + (rem >= 2)
     return plan[0], 48 * y_shape[3] + 24 * ng * y_shape[3]
 
 
