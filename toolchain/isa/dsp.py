@@ -192,6 +192,10 @@ def depthwise_plan_why(k: dict, x_shape: tuple[int, ...], w: np.ndarray, bias: n
 
 
 PAIRED_MAX_SHIFT = 20  # dsp/depthwise_conv2d_3x3p: |k << shift| < 2^29, so SMMLAR's sum stays in 32 bits
+# Shorter t-rows leave the paired kernel's per-call records, per-row widening and tails to too few outputs:
+# measured on mps2-an386 (VWW), 6 x 6 x 128 at stride 1 ties with dsp/depthwise_conv2d_3x3 and 3 x 3 loses
+# by 2x, 6 x 6 x 64 at stride 2 wins by 10 %.
+PAIRED_MIN_COLUMNS = {1: 8, 2: 6}
 
 
 def paired_transposed(out_h: int, out_w: int) -> bool:
@@ -205,7 +209,7 @@ def depthwise_paired_plan_why(k: dict, x_shape: tuple[int, ...], w: np.ndarray, 
                               w_arg: CArg | None = None) -> Plan | str:
     """(argument list, scratch bytes) of dsp/depthwise_conv2d_3x3p (tap-paired SMLAD, RELU mode only),
     entry point for stride `pstride` (1 or 2) along the paired axis (paired_transposed: the height or the
-    width; the other stride 1 to 3): the arguments of the 3x3 kernel's RELU entry point, for shifts <=
+    width; the other stride 1 to 3) and at least PAIRED_MIN_COLUMNS outputs along it: the arguments of the 3x3 kernel's RELU entry point, for shifts <=
     PAIRED_MAX_SHIFT (the kernel adds k << shift to the high product); else the reason (a string).
     Scratch: a 48-byte record per channel and per channel a plane of q15 input, 24 bytes per group of
     four columns (ng groups: those the t-row's steps of four outputs and its tail read)."""
@@ -219,6 +223,8 @@ def depthwise_paired_plan_why(k: dict, x_shape: tuple[int, ...], w: np.ndarray, 
         return f"stride along the paired axis is not {pstride}"
     if not 1 <= sh <= 3:
         return "stride across the paired axis is above 3"
+    if otw < PAIRED_MIN_COLUMNS[pstride]:
+        return f"fewer than {PAIRED_MIN_COLUMNS[pstride]} outputs along the paired axis"
     shift = next(a.value for a in plan[0] if a.name == "shift")
     if int(np.max(shift)) > PAIRED_MAX_SHIFT:
         return f"a shift is above {PAIRED_MAX_SHIFT}"
