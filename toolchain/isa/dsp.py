@@ -193,9 +193,9 @@ def depthwise_plan_why(k: dict, x_shape: tuple[int, ...], w: np.ndarray, bias: n
 
 PAIRED_MAX_SHIFT = 20  # dsp/depthwise_conv2d_3x3p: |k << shift| < 2^29, so SMMLAR's sum stays in 32 bits
 # Shorter t-rows leave the paired kernel's per-call records, per-row widening and tails to too few outputs:
-# measured on mps2-an386 (VWW), 6 x 6 x 128 at stride 1 ties with dsp/depthwise_conv2d_3x3 and 3 x 3 loses
-# by 2x, 6 x 6 x 64 at stride 2 wins by 10 %.
-PAIRED_MIN_COLUMNS = {1: 8, 2: 6}
+# measured on mps2-an386 (VWW), 6 x 6 x 128 at stride 1 still wins by 2 % over dsp/depthwise_conv2d_3x3
+# (6 x 6 x 64 at stride 2 by 13 %), 3 x 3 x 256 loses by 2x.
+PAIRED_MIN_COLUMNS = {1: 6, 2: 6}
 
 
 def paired_transposed(out_h: int, out_w: int) -> bool:
