@@ -341,6 +341,7 @@ PAIRED_SHAPES = [  # (H, W, C, stride, pads t/l/b/r, batches): what each exercis
     (11, 25, 4, (2, 2), (1, 1, 1, 1), 1),    # stride 2, tail of 1
     (5, 22, 8, (2, 2), (0, 0, 1, 1), 1),     # stride 2, tail of 3 (two and one in assembly)
     (21, 6, 4, (2, 1), (1, 1, 1, 1), 1),     # along the height at stride 2, tail of 3
+    (10, 16, 4, (3, 1), (1, 1, 1, 1), 1),    # stride 3 across the paired axis (no row kept in the ring)
 ]
 
 
