@@ -209,8 +209,10 @@ def depthwise_paired_plan_why(k: dict, x_shape: tuple[int, ...], w: np.ndarray, 
                               w_arg: CArg | None = None) -> Plan | str:
     """(argument list, scratch bytes) of dsp/depthwise_conv2d_3x3p (tap-paired SMLAD, RELU mode only),
     entry point for stride `pstride` (1 or 2) along the paired axis (paired_transposed: the height or the
-    width; the other stride 1 to 3) and at least PAIRED_MIN_COLUMNS outputs along it: the arguments of the 3x3 kernel's RELU entry point, for shifts <=
-    PAIRED_MAX_SHIFT (the kernel adds k << shift to the high product); else the reason (a string).
+    width; the other stride 1 to 3) and at least PAIRED_MIN_COLUMNS outputs along it: the arguments of
+    the 3x3 kernel's RELU entry point, for shifts <= PAIRED_MAX_SHIFT (the kernel adds k << shift to the
+    high product); else the reason (a string). Exact for every weight (-128 doubled is -256 in an int16
+    lane) and zero point (padding holds it, the bias folds it).
     Scratch: a 48-byte record per channel and per channel a plane of q15 input, 24 bytes per group of
     four columns (ng groups: those the t-row's steps of four outputs and its tail read)."""
     plan = depthwise_plan_why(k, x_shape, w, bias, y_shape, mode="relu", three=True, x=x, y=y, w_arg=w_arg)
