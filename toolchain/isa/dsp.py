@@ -213,8 +213,9 @@ def depthwise_paired_plan_why(k: dict, x_shape: tuple[int, ...], w: np.ndarray, 
     the 3x3 kernel's RELU entry point, for shifts <= PAIRED_MAX_SHIFT (the kernel adds k << shift to the
     high product); else the reason (a string). Exact for every weight (-128 doubled is -256 in an int16
     lane) and zero point (padding holds it, the bias folds it).
-    Scratch: a 48-byte record per channel and per channel a plane of q15 input, 24 bytes per group of
-    four columns (ng groups: those the t-row's steps of four outputs and its tail read)."""
+    Scratch: a 48-byte record per channel, per channel a plane of q15 input, 24 bytes per group of four
+    columns (ng groups: those the t-row's steps of four outputs and its tail read), and a row of in_c
+    zero points (the padding columns' source)."""
     plan = depthwise_plan_why(k, x_shape, w, bias, y_shape, mode="relu", three=True, x=x, y=y, w_arg=w_arg)
     if isinstance(plan, str):
         return plan
@@ -232,7 +233,7 @@ def depthwise_paired_plan_why(k: dict, x_shape: tuple[int, ...], w: np.ndarray, 
         return f"a shift is above {PAIRED_MAX_SHIFT}"
     nb, rem = divmod(otw, 4)
     ng = nb + 1 + (rem == 3) if pstride == 1 else 2 * nb + 1 + (rem >= 2)
-    return plan[0], 48 * y_shape[3] + 24 * ng * y_shape[3]
+    return plan[0], 48 * y_shape[3] + 24 * ng * y_shape[3] + x_shape[3]
 
 
 def _depthwise_node(node: Node, graph: Graph, mode: str, three: bool, paired: int = 0) -> Plan | str:
