@@ -329,3 +329,46 @@ def transpose_conv_random(rng: np.random.Generator) -> list[Case]:
                      out_shift=shift, act_min=lo, act_max=hi)
             cases += transpose_conv_cases(f"rand_tconv{i}_{j}", x, w, bias, k, transpose_conv_s8(x, w, bias, **k))
     return cases
+
+
+# ---- the tap-paired 3x3 depthwise (dsp/depthwise_conv2d_3x3p: RELU mode, t-rows of >= 8 / 6 outputs) -------
+PAIRED_SHAPES = [  # (H, W, C, stride, pads t/l/b/r, batches): what each exercises
+    (10, 9, 8, (1, 1), (1, 1, 1, 1), 1),     # paired along the height (9 % 4 != 0, 10 > 9), tail of 2
+    (6, 19, 4, (1, 1), (1, 1, 1, 1), 2),     # along the width, tail of 3 (two in assembly, one in C)
+    (25, 5, 16, (1, 1), (1, 1, 1, 1), 1),    # KWS's shape: along the height, 6 steps and a tail of 1
+    (8, 12, 4, (1, 1), (0, 0, 0, 0), 1),     # no padding, tail of 2
+    (6, 10, 12, (1, 1), (2, 2, 2, 2), 1),    # padding 2 (a group of padding only), 12 channels
+    (9, 16, 8, (2, 1), (1, 1, 1, 1), 1),     # stride 2 across the paired axis, no tail
+    (9, 17, 12, (2, 2), (0, 0, 1, 1), 2),    # stride 2, padding only after, no tail
+    (11, 25, 4, (2, 2), (1, 1, 1, 1), 1),    # stride 2, tail of 1
+    (5, 22, 8, (2, 2), (0, 0, 1, 1), 1),     # stride 2, tail of 3 (two and one in assembly)
+    (21, 6, 4, (2, 1), (1, 1, 1, 1), 1),     # along the height at stride 2, tail of 3
+    (10, 16, 4, (3, 1), (1, 1, 1, 1), 1),    # stride 3 across the paired axis (no row kept in the ring)
+]
+
+
+def paired_cases(seed: int = 16) -> list[Case]:
+    """dsp/depthwise_conv2d_3x3p on PAIRED_SHAPES with input zero points -128, 127 and 5 and weights of
+    -128 and 127 among random ones; the plan must apply (RELU mode: output zero point -128, range
+    [-128, 127])."""
+    rng = np.random.default_rng(seed)
+    cases: list[Case] = []
+    for i, (h, wd, c, st, pads, b) in enumerate(PAIRED_SHAPES):
+        zin = (-128, 127, 5)[i % 3]
+        x = rng.integers(-128, 128, (b, h, wd, c), dtype=np.int8)
+        w = rng.integers(-128, 128, (1, 3, 3, c), dtype=np.int8)
+        w[0, i % 3, (i + 1) % 3, :] = -128
+        w[0, (i + 2) % 3, i % 3, ::2] = 127
+        bias = rng.integers(-3000, 3000, c).astype(np.int32)
+        mult, shift = _requant(rng, c, 80.0 * 3 * 60)
+        out_hw = Window((3, 3), st, (1, 1), pads).out_hw(h, wd)
+        k = dict(stride=st, pad=pads[:2], dilation=(1, 1), out_hw=out_hw, depth_multiplier=1, input_offset=-zin,
+                 output_offset=-128, out_mult=mult, out_shift=shift, act_min=-128, act_max=127)
+        expected = depthwise_conv2d.depthwise_conv2d_s8(x, w, bias, **k)
+        tr = dsp.paired_transposed(*expected.shape[1:3])
+        pstride = (st[0] if tr else st[1])
+        plan = dsp.depthwise_paired_plan_why(k, x.shape, w, bias, expected.shape, pstride=pstride)
+        assert not isinstance(plan, str), (PAIRED_SHAPES[i], plan)
+        cases += isa_cases.planned_cases(ISA, f"paired{i}", x, expected, [
+            (function("depthwise_conv2d", "3x3p" if pstride == 1 else "3x3p_s2", "relu"), plan)])
+    return cases

@@ -15,7 +15,8 @@ import dsp_onnx_cases
 from toolchain.isa import dsp
 
 SETS = dsp_cases.conformance_sets()
-CASES = [c for fam, name in SETS for c in dsp_cases.conformance_cases(fam, name)] + dsp_cases.random_cases()
+CASES = ([c for fam, name in SETS for c in dsp_cases.conformance_cases(fam, name)] + dsp_cases.random_cases()
+         + dsp_cases.paired_cases())
 
 
 

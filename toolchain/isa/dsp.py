@@ -196,9 +196,57 @@ def depthwise_plan_why(k: dict, x_shape: tuple[int, ...], w: np.ndarray, bias: n
     return args, 8 * quads * kh * kw
 
 
-def _depthwise_node(node: Node, graph: Graph, mode: str, three: bool) -> Plan | str:
+PAIRED_MAX_SHIFT = 20  # dsp/depthwise_conv2d_3x3p: |k << shift| < 2^29, so SMMLAR's sum stays in 32 bits
+# Shorter t-rows leave the paired kernel's per-call records, per-row widening and tails to too few outputs:
+# measured on mps2-an386 (VWW), 6 x 6 x 128 at stride 1 still wins by 2 % over dsp/depthwise_conv2d_3x3
+# (6 x 6 x 64 at stride 2 by 13 %), 3 x 3 x 256 loses by 2x.
+PAIRED_MIN_COLUMNS = {1: 6, 2: 6}
+
+
+def paired_transposed(out_h: int, out_w: int) -> bool:
+    """Whether dsp/depthwise_conv2d_3x3p pairs taps along the height (its ecc_dwp_transposed): when the
+    width leaves a tail of outputs (out_w % 4) and the height does not, or the height is longer."""
+    return out_w % 4 != 0 and (out_h % 4 == 0 or out_h > out_w)
+
+
+def depthwise_paired_plan_why(k: dict, x_shape: tuple[int, ...], w: np.ndarray, bias: np.ndarray | None,
+                              y_shape: tuple[int, ...], *, pstride: int, x: str = "input", y: str = "output",
+                              w_arg: CArg | None = None) -> Plan | str:
+    """(argument list, scratch bytes) of dsp/depthwise_conv2d_3x3p (tap-paired SMLAD, RELU mode only),
+    entry point for stride `pstride` (1 or 2) along the paired axis (paired_transposed: the height or the
+    width; the other stride 1 to 3) and at least PAIRED_MIN_COLUMNS outputs along it: the arguments of
+    the 3x3 kernel's RELU entry point, for shifts <= PAIRED_MAX_SHIFT (the kernel adds k << shift to the
+    high product); else the reason (a string). Exact for every weight (-128 doubled is -256 in an int16
+    lane) and zero point (padding holds it, the bias folds it).
+    Scratch: a 48-byte record per channel, per channel a plane of q15 input, 24 bytes per group of four
+    columns (ng groups: those the t-row's steps of four outputs and its tail read), and a row of in_c
+    zero points (the padding columns' source)."""
+    plan = depthwise_plan_why(k, x_shape, w, bias, y_shape, mode="relu", three=True, x=x, y=y, w_arg=w_arg)
+    if isinstance(plan, str):
+        return plan
+    tr = paired_transposed(y_shape[1], y_shape[2])
+    sh, sw = k["stride"][::-1] if tr else k["stride"]
+    otw = y_shape[1] if tr else y_shape[2]
+    if sw != pstride:
+        return f"stride along the paired axis is not {pstride}"
+    if not 1 <= sh <= 3:
+        return "stride across the paired axis is above 3"
+    if otw < PAIRED_MIN_COLUMNS[pstride]:
+        return f"fewer than {PAIRED_MIN_COLUMNS[pstride]} outputs along the paired axis"
+    shift = next(a.value for a in plan[0] if a.name == "shift")
+    if int(np.max(shift)) > PAIRED_MAX_SHIFT:
+        return f"a shift is above {PAIRED_MAX_SHIFT}"
+    nb, rem = divmod(otw, 4)
+    ng = nb + 1 + (rem == 3) if pstride == 1 else 2 * nb + 1 + (rem >= 2)
+    return plan[0], 48 * y_shape[3] + 24 * ng * y_shape[3] + x_shape[3]
+
+
+def _depthwise_node(node: Node, graph: Graph, mode: str, three: bool, paired: int = 0) -> Plan | str:
     x, w, y = graph.t(node.inputs[0]), graph.t(node.inputs[1]), graph.t(node.outputs[0])
     bias = graph.t(node.inputs[2]).data if len(node.inputs) > 2 and node.inputs[2] else None
+    if paired:
+        return depthwise_paired_plan_why(depthwise_conv2d.s8_kwargs(node, graph), x.shape, w.data, bias, y.shape,
+                                         pstride=paired, x=x.name, y=y.name, w_arg=CArg("const", w.name))
     return depthwise_plan_why(depthwise_conv2d.s8_kwargs(node, graph), x.shape, w.data, bias, y.shape, mode=mode,
                               three=three, x=x.name, y=y.name, w_arg=CArg("const", w.name))
 
@@ -208,7 +256,17 @@ def _depthwise_dsp(mode: str, three: bool) -> KernelVariant:
                            lambda n, g: _depthwise_node(n, g, mode, three), headers=("dsp/ecc_dsp_depthwise.h",))
 
 
-DEPTHWISE_CONV2D = tuple(_depthwise_dsp(mode, three) for three in (True, False) for mode in WEIGHTED_MODES)
+def _paired_dsp(pstride: int) -> KernelVariant:
+    """dsp/depthwise_conv2d_3x3p's entry point for stride `pstride` along the paired axis (both in one
+    template: a model links only the one it calls)."""
+    v = planned_variant("depthwise_conv2d", "3x3p" if pstride == 1 else "3x3p_s2", "relu",
+                        lambda n, g: _depthwise_node(n, g, "relu", True, paired=pstride))
+    return replace(v, template="dsp/depthwise_conv2d_3x3p_s8.c.j2")
+
+
+# the tap-paired 3x3 kernel first: where it applies (RELU layers, strides 1 and 2) it is the fastest
+DEPTHWISE_CONV2D = (_paired_dsp(1), _paired_dsp(2),
+                    *(_depthwise_dsp(mode, three) for three in (True, False) for mode in WEIGHTED_MODES))
 
 
 # ---- DSP variant (c_templates/kernels/dsp/): predicate, scratch, argument list ---------------

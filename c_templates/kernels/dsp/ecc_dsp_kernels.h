@@ -78,6 +78,10 @@ ECC_DSP_MODES(depthwise_conv2d_3x3, (int8_t *scratch,
     int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, const int8_t *input,
     const int8_t *weights, const int32_t *bias,
     int32_t out_h, int32_t out_w, int32_t out_c, int8_t *output));
+/* the tap-paired 3x3 depthwise (RELU mode only; stride 1 or 2 along the paired axis): the 3x3 kernel's
+ * parameters */
+__typeof__(ecc_dsp_depthwise_conv2d_3x3_relu_s8) ecc_dsp_depthwise_conv2d_3x3p_relu_s8;
+__typeof__(ecc_dsp_depthwise_conv2d_3x3_relu_s8) ecc_dsp_depthwise_conv2d_3x3p_s2_relu_s8;
 
 /* mode: ECC_DSP_RELU / FULL / CLAMP (one entry point, the mode branches once per four outputs; _onnx:
  * ECC_DSP_F32);
