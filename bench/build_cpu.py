@@ -6,6 +6,8 @@ ResNet-8: 200 CIFAR-10 images); goal: VWW at most 5 s on host (median of 5).
     .venv/bin/python bench/build_cpu.py --compare 4e2661d       # + that commit, runs interleaved
     .venv/bin/python bench/build_cpu.py --boards host,mps2-an386 --models vww_mobilenet_float
     .venv/bin/python bench/build_cpu.py --render                 # the .md from the committed .json
+    .venv/bin/python bench/build_cpu.py --boards aarch64 --models vww_mobilenet_int8 --runs 3 \
+        --bytecode cached --compare 87250c1 --name build_cpu_int8   # the int8 VWW, own result files
 
 Each (model, board, code) pair runs once untimed (it fills the bytecode cache), then --runs timed
 builds; the CPU of a build is the rusage wait4() returns for it. Bytecode: "cached" writes .pyc
@@ -55,7 +57,8 @@ def build_cpu(root: Path, config: Path, board: str, out: Path, pycache: Path | N
 def markdown(doc: dict) -> str:
     h = doc["header"]
     product = [f for f in h["edgecc"].get("modified_files", []) if not f.startswith(("bench/", "tests/"))]
-    out = ["# CPU time of `edgecc build` (float models, calibration included)", "",
+    floats = any("float" in r["model"] for r in doc["rows"])
+    out = [f"# CPU time of `edgecc build`{' (float models, calibration included)' if floats else ''}", "",
            f"Measured {h['date_utc']} on {h['machine']['cpu_model']} ({h['machine']['nproc']} cores), "
            f"edgecc {h['edgecc']['version']} at {h['edgecc']['git_commit'][:12]}"
            f"{' (uncommitted product files: ' + ', '.join(product) + ')' if product else ''}; python {h['python']}; "
@@ -93,10 +96,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--bytecode", default="cached,none", help="comma-separated: cached, none")
     ap.add_argument("--compare", metavar="REV", help="also measure commit REV (a snapshot), runs interleaved")
     ap.add_argument("--results", type=Path, default=RESULTS)
+    ap.add_argument("--name", default="build_cpu", help="the results' file stem (RESULTS/NAME.json and .md)")
     ap.add_argument("--render", action="store_true", help="rewrite the .md from the committed .json only")
     args = ap.parse_args(argv)
     if args.render:
-        write_results(args.results, "build_cpu", None, markdown)
+        write_results(args.results, args.name, None, markdown)
         return 0
     load0 = os.getloadavg()
     work = Path(tempfile.mkdtemp(prefix="edgecc-build-cpu-"))
@@ -119,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
                 rows += pairs.values()
     doc = {"header": header(1, load0), "command": "bench/build_cpu.py " + " ".join(argv or sys.argv[1:]),
            "goal_cpu_s": GOAL_S, "rows": rows}
-    write_results(args.results, "build_cpu", doc, markdown)
+    write_results(args.results, args.name, doc, markdown)
     print(markdown(doc))
     vww = [r for r in rows if r["model"] == "vww_mobilenet_float" and r["board"] == "host"
            and r["code"] == "work tree" and r["bytecode"] == "cached"]

@@ -102,7 +102,7 @@ def markdown(doc: dict) -> str:
             "Bytecode cached (PYTHONPYCACHEPREFIX), one untimed run first. `weight arrays`: the bytes of the "
             "constant arrays (weights.bin, or what weights.c initialises); `weights source`: the size of the "
             "weights.c or weights.S file; `weights compile`: one more compile of that file alone with the "
-            "board's compiler and flags (-O2 -g), after the timed runs; `OUT/lib identical`: every run, the "
+            "board's compiler and boards.yaml flags, after the timed runs; `OUT/lib identical`: every run, the "
             "untimed one included, wrote the same OUT/lib bytes (one sha256 over its files).", ""]
     return "\n".join(out)
 

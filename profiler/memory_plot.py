@@ -10,6 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from profiler.charts import save_png
+
 
 def plot_memory(memory: dict[str, Any], op_names: list[str], path: Path) -> Path:
     """Write the timeline of `memory` (report.json's section) as a PNG at `path`; returns path."""
@@ -44,6 +46,4 @@ def plot_memory(memory: dict[str, Any], op_names: list[str], path: Path) -> Path
                 for k, c in (("activation", "#4e79a7"), ("scratch", "#f28e2b"))]
     ax.legend(handles=handles, loc="upper right", fontsize=8)
     ax.set_title(f"memory timeline: {len(bufs)} buffers, alignment {memory['alignment']} B")
-    fig.tight_layout()
-    fig.savefig(path, format="png", metadata={"Software": None})
-    return path
+    return save_png(fig, path)

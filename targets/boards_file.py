@@ -9,6 +9,7 @@ files are merged (targets.__init__).
 
 from __future__ import annotations
 
+import copy
 import stat
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -67,6 +68,35 @@ def _walk(node: Node, path: tuple[str, ...], lines: dict[tuple[str, ...], int], 
             _walk(item, path + (str(i),), lines, label, depth + 1)
 
 
+_PARSED: dict[tuple[str, str], tuple[Any, dict[tuple[str, ...], int]]] = {}  # (label, text) -> _parse()
+
+
+def _parse(text: str, label: str) -> tuple[Any, dict[tuple[str, ...], int]]:
+    """The YAML document of `text` and its line table; BoardError for invalid YAML, too deep nesting or
+    a duplicate key (in that order of precedence). One parse: the document is constructed from the
+    composed nodes, as safe_load does, after the line table is read from them (constructing merges
+    `<<` keys into the nodes)."""
+    loader = yaml.SafeLoader(text)
+    lines: dict[tuple[str, ...], int] = {}
+    try:
+        root, walk_error = loader.get_single_node(), None
+        if root is not None:
+            try:
+                _walk(root, (), lines, label, 0)
+            except BoardError as e:
+                walk_error = e
+        doc = loader.construct_document(root) if root is not None else None
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f":{mark.line + 1}" if mark is not None else ""
+        raise BoardError(f"{label}{where}: invalid YAML: {getattr(e, 'problem', None) or e}") from None
+    finally:
+        loader.dispose()
+    if walk_error is not None:
+        raise walk_error
+    return doc, lines
+
+
 def read_boards_file(path: Path, label: str | None = None) -> BoardsFile:
     """Parse boards file `path` (messages call it `label`, default its name).
 
@@ -87,16 +117,11 @@ def read_boards_file(path: Path, label: str | None = None) -> BoardsFile:
         raise BoardError(f"{label}: cannot read: {e.strerror}") from None
     except UnicodeDecodeError as e:
         raise BoardError(f"{label}: not UTF-8 text (byte {e.start})") from None
-    try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-        doc = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f":{mark.line + 1}" if mark is not None else ""
-        raise BoardError(f"{label}{where}: invalid YAML: {getattr(e, 'problem', None) or e}") from None
-    lines: dict[tuple[str, ...], int] = {}
-    if root is not None:
-        _walk(root, (), lines, label, 0)
+    if (label, text) not in _PARSED:  # every load_target reads the file: parse a given text once
+        if len(_PARSED) >= 8:
+            _PARSED.pop(next(iter(_PARSED)))
+        _PARSED[(label, text)] = _parse(text, label)
+    doc, lines = copy.deepcopy(_PARSED[(label, text)])  # callers own what they get
     boards = doc.get("boards") if isinstance(doc, dict) else None
     if not isinstance(boards, dict) or not boards:
         line = lines.get(("boards",))

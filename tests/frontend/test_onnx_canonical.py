@@ -208,6 +208,27 @@ def test_canonical_file_is_cached_by_content(tmp_path: Path) -> None:
     assert [d.dim_value for d in second.model.graph.input[0].type.tensor_type.shape.dim] == [1, 4]
 
 
+def test_a_settled_file_is_read_once_and_a_rewritten_one_again(tmp_path: Path, monkeypatch) -> None:
+    """A file whose status says it was not written since it was hashed (its ctime older than
+    SETTLED_NS then) is not read and hashed again for every caller; a file replaced since (here a new
+    inode: a write in place moves the ctime past the settled one) is read again."""
+    import toolchain.frontend.onnx_canonical as oc
+
+    path = tmp_path / "m.onnx"
+    onnx.save(model([helper.make_node("Relu", ["x"], ["y"])], {"x": (1, 3)}, ["y"], opset=13), str(path))
+    monkeypatch.setattr(oc, "SETTLED_NS", -1)  # a file just written counts as settled here
+    reads = []
+    real = Path.read_bytes
+    monkeypatch.setattr(Path, "read_bytes", lambda self: reads.append(self) or real(self))
+    first = oc.read_onnx(path)
+    assert oc.read_onnx(path) is first and oc.canonical_onnx(path).notes == () and len(reads) == 1
+    onnx.save(model([helper.make_node("Relu", ["x"], ["y"])], {"x": (1, 4)}, ["y"], opset=13), str(tmp_path / "n"))
+    (tmp_path / "n").replace(path)
+    second = oc.read_onnx(path)
+    assert len(reads) == 2 and second is not first
+    assert [d.dim_value for d in second.graph.input[0].type.tensor_type.shape.dim] == [1, 4]
+
+
 def test_notes_print_one_line_each_unless_quiet(capsys) -> None:
     progress.show_notes(["f.onnx: opset 9 upgraded to 13 with onnx.version_converter"])
     assert capsys.readouterr().err == "edgecc: note: f.onnx: opset 9 upgraded to 13 with onnx.version_converter\n"

@@ -3,7 +3,7 @@ chosen for every convolution, depthwise convolution and fully connected layer, a
 bit-exact against the numpy interpreter on every verification sample.
 
 MLPerf Tiny ResNet-8 and VWW on the M4 (dsp variants everywhere, issue 6's bar of 0.75 x TFLM +
-CMSIS-NN instructions) are checked in tests/e2e/test_mlperf_float.py on the run that verifies all
+CMSIS-NN instructions) are checked in tests/e2e/test_mlperf_float*.py on the run that verifies all
 their images: the same library (the YAML's calibration), so it is not built and run twice."""
 from __future__ import annotations
 

@@ -6,7 +6,7 @@ under QEMU bit-exact against the numpy interpreter on a small verification subse
 estimated cycle count beside the instructions (issue 6 point 5), and stay within issue 6's bar of
 0.75 x TFLM + CMSIS-NN instructions per inference on the M55 (sample 0, one run). The float
 ResNet-8 and VWW (our quantization) run on this board with every image in
-tests/e2e/test_mlperf_float.py.
+tests/e2e/test_mlperf_float*.py.
 
 Ratios when the helium kernels landed (instructions of sample 0 / TFLM + CMSIS-NN): ResNet-8 0.497,
 VWW 0.402, DS-CNN 0.467, autoencoder 0.183 (float models with our quantization: ResNet-8 0.502,

@@ -1,9 +1,10 @@
-"""End to end on AArch64 (qemu-aarch64): the digits example, MLPerf Tiny ResNet-8 and VWW compile for
-`aarch64` (Armv8.2 + dotprod) and `aarch64-v80` (Armv8.0) in one sweep each, with the neon kernel
-variants chosen for every convolution, depthwise convolution, fully connected layer, add and
-pooling (dotprod ones only on `aarch64`), run bit-exact against the numpy interpreter on every
-verification sample, and meet issue 6's bar on `aarch64`: at least 4 MACs per instruction over the
-Conv2D layers (sample 0, exact counts).
+"""End to end on AArch64 (qemu-aarch64): the digits example compiles for `aarch64` (Armv8.2 + dotprod)
+and `aarch64-v80` (Armv8.0) in one sweep, MLPerf Tiny ResNet-8 and VWW for `aarch64-v80`, with the
+neon kernel variants chosen for every convolution, depthwise convolution, fully connected layer, add
+and pooling (dotprod ones only on `aarch64`), and run bit-exact against the numpy interpreter on every
+verification sample. ResNet-8 and VWW on `aarch64` (neon kernels, dotprod GEMMs, issue 6's bar of at
+least 4 MACs per instruction over the Conv2D layers) are checked in tests/e2e/test_mlperf_float*.py on
+the run that verifies all their images, so they are not built and run twice.
 
 The verification subsets are small (8 samples) and, to keep CI short, also serve as calibration
 data; bench/neon_aarch64.py measures the models with their shipped calibration."""
@@ -18,6 +19,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 DATA = REPO.parent / "shared" / "data"
 BOARDS = ("aarch64", "aarch64-v80")
+MODEL_BOARDS = {"digits": BOARDS, "resnet8": BOARDS[1:], "vww": BOARDS[1:]}  # aarch64 runs: see above
 NEON_OPS = {"Conv2D", "DepthwiseConv2D", "FullyConnected", "Add", "AveragePool2D", "MaxPool2D"}
 YAML = {"digits": REPO / "examples" / "digits" / "pipeline.yaml",
         "resnet8": REPO / "tests" / "models" / "ic_resnet8_float.yaml",
@@ -40,24 +42,21 @@ def _subset(model: str, tmp: Path) -> Path | None:
 
 @pytest.mark.parametrize("model", list(YAML))
 def test_neon_model_bit_exact(model, tmp_path, edgecc, need_board):
-    for b in BOARDS:
+    boards = MODEL_BOARDS[model]
+    for b in boards:
         need_board(b)
     if model != "digits" and not DATA.is_dir():
         pytest.skip(f"{DATA} not found")
     out = tmp_path / "out"
     data = _subset(model, tmp_path)
-    res = edgecc("run", YAML[model], "--board", ",".join(BOARDS), "--out", out, "--quiet",
+    res = edgecc("run", YAML[model], "--board", ",".join(boards), "--out", out, "--quiet",
                  *(["--verify", data, "--calibration", data] if data else []))
     assert res.code == 0, res.out + res.err
-    for board in BOARDS:
-        report = json.loads((out / board / "report.json").read_text())
+    for board in boards:
+        report = json.loads(((out / board if len(boards) > 1 else out) / "report.json").read_text())
         assert report["status"] == "pass", board
         assert report["verification"]["bit_exact"] is True, board
         kernels = {op["name"]: op["kernel"] for op in report["ops"] if op["op_type"] in NEON_OPS}
         assert kernels and all(k.startswith("neon") for k in kernels.values()), (board, kernels)
         gemm = [op for op in report["ops"] if op["op_type"] in ("Conv2D", "FullyConnected")]
         assert all(("_dot" in op["kernel"]) == (board == "aarch64") for op in gemm), (board, gemm)
-        conv = [op for op in report["ops"] if op["op_type"] == "Conv2D"]
-        if board == "aarch64" and model != "digits":
-            macs = sum(op["macs"] for op in conv) / sum(op["instructions"] for op in conv)
-            assert macs >= 4.0, f"{model}: {macs:.2f} MACs per instruction on the Conv2D layers"

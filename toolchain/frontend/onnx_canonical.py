@@ -23,6 +23,7 @@ given the original file: the reference is the file's own semantics).
 from __future__ import annotations
 
 import hashlib
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -72,13 +73,29 @@ def _cached(key: tuple, make: Callable[[], Any]) -> Any:
     return _CACHE[key]
 
 
-def _bytes_key(path: Path) -> tuple[Path, str, bytes]:
-    """The file's bytes and the cache key part naming them (by content: mtimes are too coarse to
-    tell two writes within a few ms apart, which tests do)."""
+_DIGESTS: dict[tuple, str] = {}  # (file, device, inode, size, mtime, ctime) -> sha256 of a settled file
+SETTLED_NS = 2_000_000_000  # a file whose inode changed longer ago than this: any write since would show
+
+
+def _bytes_key(path: Path) -> tuple[Path, str, bytes | None]:
+    """The cache key part naming the file's bytes (by content: mtimes are too coarse to tell two
+    writes within a few ms apart, which tests do), and the bytes. A file whose status (ctime
+    included: every write or utime moves it) is unchanged since it was hashed while settled is not
+    read again once it is parsed: then the bytes are None (the parse is in the cache)."""
     if not path.is_file():
         raise InputError(f"{path}: no such model file")
+    resolved, st = path.resolve(), path.stat()
+    stamp = (resolved, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    digest = _DIGESTS.get(stamp)
+    if digest is not None and ("read", resolved, digest) in _CACHE:
+        return resolved, digest, None
     data = path.read_bytes()
-    return path.resolve(), hashlib.sha256(data).hexdigest(), data
+    digest = hashlib.sha256(data).hexdigest()
+    if time.time_ns() - st.st_ctime_ns > SETTLED_NS:
+        if len(_DIGESTS) >= 64:
+            _DIGESTS.pop(next(iter(_DIGESTS)))
+        _DIGESTS[stamp] = digest
+    return resolved, digest, data
 
 
 def read_onnx(path: str | Path) -> onnx.ModelProto:

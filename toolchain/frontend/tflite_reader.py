@@ -8,6 +8,7 @@ a scale or a zero point: float32 scales from the file become the Python floats o
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -25,13 +26,44 @@ SCHEMA_MODULES = ("tflite_micro.tensorflow.lite.micro.python.schema_py_generated
                   "ai_edge_litert.schema_py_generated")
 
 
+_SCHEMA: list[ModuleType] = []  # the module, once loaded
+
+
+def _schema_file_alone(name: str) -> ModuleType | None:
+    """Module `name` loaded from its file without running its packages' __init__ (tflite_micro's
+    imports its interpreter runtime and compression tools, ~0.1 s, which reading a file does not
+    need); None if the package or the file is not there."""
+    top, _, rest = name.partition(".")
+    try:
+        spec = importlib.util.find_spec(top)  # locates the package, does not import it
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    path = Path(next(iter(spec.submodule_search_locations))) / (rest.replace(".", "/") + ".py")
+    if not path.is_file():
+        return None
+    file_spec = importlib.util.spec_from_file_location(f"_edgecc_tflite_schema_{top}", path)
+    module = importlib.util.module_from_spec(file_spec)
+    file_spec.loader.exec_module(module)  # the generated code imports only flatbuffers
+    return module
+
+
 def schema() -> ModuleType:
-    """The first importable generated TFLite schema module (tflite-micro, then ai-edge-litert)."""
-    for name in SCHEMA_MODULES:
+    """The generated TFLite schema module: tflite-micro's (loaded from its file alone), else the
+    first importable one (tflite-micro, then ai-edge-litert)."""
+    if _SCHEMA:
+        return _SCHEMA[0]
+    module = _schema_file_alone(SCHEMA_MODULES[0])
+    for name in SCHEMA_MODULES if module is None else ():
         try:
-            return importlib.import_module(name)
+            module = importlib.import_module(name)
+            break
         except ImportError:
             continue
+    if module is not None:
+        _SCHEMA.append(module)
+        return module
     raise InputError("reading .tflite needs the TFLite flatbuffer schema: pip install tflite-micro "
                      "(or ai-edge-litert)")
 
