@@ -213,7 +213,7 @@ static inline int32_t *ecc_dsp_fill3(int32_t *dst, int32_t k, int32_t zq)
  * groups: K zero-padded to a multiple of 4, packing.gemm_groups(k, 4)); outputs of column A at out_a, of B at out_a + ob,
  * of C at out_a + oc (ob, oc may be 0 or repeat a column: the same value is stored twice). Assembly for
  * RELU, FULL and F32 with the range [-128, 127] (optimised builds); every other call takes the C walk. */
-static inline __attribute__((always_inline)) void ecc_dsp_gemm_3col(
+static inline __attribute__((always_inline)) void ecc_dsp_gemm_3col_body(
     const int32_t *cols, int32_t groups, const int8_t *w, int32_t lo, int32_t hi, int32_t out_c, int8_t *out_a,
     int32_t ob, int32_t oc, const int mode)
 {
@@ -275,6 +275,46 @@ static inline __attribute__((always_inline)) void ecc_dsp_gemm_3col(
         }
         sk = ecc_dsp_ld4(w + 4);
         ECC_DSP_PUT3(oa, a, b, c, ecc_dsp_ld4(w), 0);
+    }
+}
+
+/* One out-of-line copy of the pass per mode, shared by conv2d and conv2d_1x1: every kernel file that
+ * includes this header defines them weak, the linker keeps one definition and --gc-sections drops the
+ * others (-ffunction-sections), so the 640-byte unrolled loop is in flash once, not once per kernel
+ * (a call per pass of three pixels over all output channels costs a few instructions). */
+#define ECC_DSP_GEMM3_SHARED(name, MODE)                                                                   \
+    __attribute__((weak, noinline)) void name(const int32_t *cols, int32_t groups, const int8_t *w,       \
+                                              int32_t lo, int32_t hi, int32_t out_c, int8_t *out_a,       \
+                                              int32_t ob, int32_t oc)                                     \
+    {                                                                                                      \
+        ecc_dsp_gemm_3col_body(cols, groups, w, lo, hi, out_c, out_a, ob, oc, MODE);                     \
+    }
+void ecc_dsp_gemm3_relu(const int32_t *, int32_t, const int8_t *, int32_t, int32_t, int32_t, int8_t *, int32_t,
+                        int32_t);
+void ecc_dsp_gemm3_full(const int32_t *, int32_t, const int8_t *, int32_t, int32_t, int32_t, int8_t *, int32_t,
+                        int32_t);
+void ecc_dsp_gemm3_clamp(const int32_t *, int32_t, const int8_t *, int32_t, int32_t, int32_t, int8_t *, int32_t,
+                         int32_t);
+void ecc_dsp_gemm3_f32(const int32_t *, int32_t, const int8_t *, int32_t, int32_t, int32_t, int8_t *, int32_t,
+                       int32_t);
+ECC_DSP_GEMM3_SHARED(ecc_dsp_gemm3_relu, ECC_DSP_RELU)
+ECC_DSP_GEMM3_SHARED(ecc_dsp_gemm3_full, ECC_DSP_FULL)
+ECC_DSP_GEMM3_SHARED(ecc_dsp_gemm3_clamp, ECC_DSP_CLAMP)
+ECC_DSP_GEMM3_SHARED(ecc_dsp_gemm3_f32, ECC_DSP_F32)
+
+/* One GEMM pass (ecc_dsp_gemm_3col_body) through the shared copy of `mode` (a constant at every call). */
+static inline __attribute__((always_inline)) void ecc_dsp_gemm_3col(
+    const int32_t *cols, int32_t groups, const int8_t *w, int32_t lo, int32_t hi, int32_t out_c, int8_t *out_a,
+    int32_t ob, int32_t oc, const int mode)
+{
+    if (mode == ECC_DSP_RELU) {
+        ecc_dsp_gemm3_relu(cols, groups, w, lo, hi, out_c, out_a, ob, oc);
+    } else if (mode == ECC_DSP_FULL) {
+        ecc_dsp_gemm3_full(cols, groups, w, lo, hi, out_c, out_a, ob, oc);
+    } else if (mode == ECC_DSP_CLAMP) {
+        ecc_dsp_gemm3_clamp(cols, groups, w, lo, hi, out_c, out_a, ob, oc);
+    } else {
+        ecc_dsp_gemm3_f32(cols, groups, w, lo, hi, out_c, out_a, ob, oc);
     }
 }
 
