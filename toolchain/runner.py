@@ -170,10 +170,14 @@ def memory_section(build: Build, stack: tuple[int, int] | None = None,
     section["ram_total_stack_figure"] = "stack_size"  # the board's reserved stack, not a measured need
     section["stack_size_bytes"] = mem.stack_size
     frames = dict(getattr(fw, "lib_stack", None) or {})
-    if frames:  # kernels are leaves called from <name>_model_run (or _run_ctx): its frame plus the largest other one
+    if frames:  # <name>_model_run (or _run_ctx) calls the kernels, a kernel may call one out-of-line helper
+        # (the shared 2x3 GEMM pass, im2col, row widening), helpers are leaves: the three largest frames
         p = build.context.names.prefix
         top = max(frames.pop(f"{p}_model_run", 0), frames.pop(f"{p}_model_run_ctx", 0))
-        section["lib_stack_bytes"] = top + max(frames.values(), default=0)
+        entry = {c.function for c in build.context.calls}
+        kernels = [v for f, v in frames.items() if f in entry]
+        helpers = [v for f, v in frames.items() if f not in entry]
+        section["lib_stack_bytes"] = top + max(kernels, default=0) + max(helpers, default=0)
     else:
         section["lib_stack_bytes"] = None
     # What a user linking OUT/lib into their own firmware reserves for the model: no harness, heap

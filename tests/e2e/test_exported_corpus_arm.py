@@ -72,7 +72,9 @@ def test_mobilenet_qdq_on_the_m4_dsp_kernels_both_roundings(edgecc, arm_sweep, t
                  if op["op_type"] in ("Conv2D", "DepthwiseConv2D", "FullyConnected")}
         assert all(k.startswith("dsp") and ("_onnx" in k) == (rounding == "onnx") for k in heavy), heavy
     onnx, tflm = (reports[r]["total_instructions"] for r in ("onnx", "tflm"))
-    assert onnx <= 1.02 * tflm, (onnx, tflm)
+    # the tap-paired 3x3 depthwise (dsp/depthwise_conv2d_3x3p) has only TFLM's RELU requantization, so
+    # under onnx rounding the depthwise layers keep the older 3x3 kernel: 18.69 M vs 16.62 M instructions
+    assert onnx <= 1.15 * tflm, (onnx, tflm)
 
 
 @pytest.mark.skipif(not SLOW, reason="every corpus file on mps2-an386: EDGECC_SLOW=1")

@@ -61,7 +61,7 @@ def test_optimize_ram_shrinks_the_arena_and_stays_bit_exact(ram_yaml, tmp_path, 
 
 def test_optimize_speed_flag_keeps_the_fast_kernels(ram_yaml, tmp_path, edgecc, need_board):
     r = _run(edgecc, need_board, ram_yaml, tmp_path / "speed", "--optimize", "speed")
-    assert r["arena_bytes"] == 49_728
+    assert r["arena_bytes"] == 50_016  # the 2x3 GEMM's im2col scratch: 24 bytes per 4-k group (was 16, 49,728)
 
 
 def test_optimize_rejects_other_values(tmp_path):

@@ -53,7 +53,7 @@ def test_tune_is_reproducible_and_the_tuned_build_is_no_slower(tuned, edgecc, tm
         best = min(c["est_cycles"] for c in e["candidates"].values())
         assert e["candidates"][e["winner"]]["est_cycles"] == best
     rounds = sorted((out / "rounds").glob("round_*.json"))
-    assert len(rounds) == 7  # the 3x3 depthwise and 1x1 layers have 7 candidates each on the Cortex-M4
+    assert len(rounds) == max(len(e["candidates"]) for e in cache["entries"].values())  # one round per candidate rank
     static = json.loads(rounds[0].read_text())
     assert all(o["kernel_source"] == "static" for o in static["ops"])
     r = _run(edgecc, tmp_path / "tuned", "--tuning", out / "tuning.json")

@@ -341,7 +341,7 @@ def _fc_conv_node(node: Node, graph: Graph, mode: str, pointwise: bool) -> Plan 
 FULLY_CONNECTED_AS_CONV = tuple(
     replace(v, name="dsp_gemm" + v.name.removeprefix("dsp")) for v in (
         planned_variant("conv2d", "1x1" if pointwise else "", mode,
-                        lambda n, g, m=mode, p=pointwise: _fc_conv_node(n, g, m, p))
+                        lambda n, g, m=mode, p=pointwise: _fc_conv_node(n, g, m, p), headers=("dsp/ecc_dsp_gemm3.h",))
         for pointwise in (True, False) for mode in WEIGHTED_MODES))
 
 

@@ -297,10 +297,15 @@ void ecc_dsp_gemm3_clamp(const int32_t *, int32_t, const int8_t *, int32_t, int3
                          int32_t);
 void ecc_dsp_gemm3_f32(const int32_t *, int32_t, const int8_t *, int32_t, int32_t, int32_t, int8_t *, int32_t,
                        int32_t);
+/* defined only in the kernel files that call them (they define ECC_DSP_GEMM3_DEFINE first): model.c
+ * includes this header for the declarations and must not compile the assembly (a core without the DSP
+ * extension stops at the kernels' #error, not here) */
+#ifdef ECC_DSP_GEMM3_DEFINE
 ECC_DSP_GEMM3_SHARED(ecc_dsp_gemm3_relu, ECC_DSP_RELU)
 ECC_DSP_GEMM3_SHARED(ecc_dsp_gemm3_full, ECC_DSP_FULL)
 ECC_DSP_GEMM3_SHARED(ecc_dsp_gemm3_clamp, ECC_DSP_CLAMP)
 ECC_DSP_GEMM3_SHARED(ecc_dsp_gemm3_f32, ECC_DSP_F32)
+#endif
 
 /* One GEMM pass (ecc_dsp_gemm_3col_body) through the shared copy of `mode` (a constant at every call). */
 static inline __attribute__((always_inline)) void ecc_dsp_gemm_3col(

@@ -5,6 +5,7 @@
 #include "ecc_kernels.h"
 #include "ecc_dsp.h"
 #include "ecc_dsp_depthwise.h"
+#include "ecc_dsp_gemm3.h"
 #include "ecc_dsp_kernels.h"
 #include "ecc_profile.h"
 #include "model.h"
@@ -21,11 +22,11 @@ static int8_t ecc_arena[ECC_ARENA_SIZE] __attribute__((aligned(16), section(".bs
 static inline __attribute__((always_inline)) int ecc_run(int8_t *const a, const int8_t *input0, int8_t *output0)
 {
     int status = 0;
-    memcpy(a + 592, input0, 64);
+    memcpy(a + 608, input0, 64);
 
     /* op 0: /conv1/Conv_output_0 (Conv2D) */
     ECC_OP_BEGIN(0);
-    status |= ecc_dsp_conv2d_relu_s8((a + 512), 1, 1, 1, 1, 1, 1, -128, -128, 127, 1, 8, 8, 1, (a + 592), 3, 3, 4, ecc_p_conv1_Conv_output_0_wpack, 8, 8, 8, (a + 0));
+    status |= ecc_dsp_conv2d_relu_s8((a + 512), 1, 1, 1, 1, 1, 1, -128, -128, 127, 1, 8, 8, 1, (a + 608), 3, 3, 3, ecc_p_conv1_Conv_output_0_wpack, 8, 8, 8, (a + 0));
     ECC_OP_END(0);
 
     /* op 1: /pool1/MaxPool_output_0 (MaxPool2D) */
