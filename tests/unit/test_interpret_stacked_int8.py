@@ -13,26 +13,14 @@ import pytest
 
 from graph_builder import GraphBuilder
 from quantize import quantize
-from test_interpret_stacked import _every_stacking_op, _float_model
+from test_interpret_stacked import _assert_same_as_one_at_a_time, _every_stacking_op, _float_model
 from toolchain.data import quantize_inputs
-from toolchain.interpret import interpret, interpret_chunks, interpret_each, stack_size
+from toolchain.interpret import interpret_chunks, stack_size
 from toolchain.ir import DType, Graph
 from toolchain.ops.registry import OpKind
 from toolchain.ops.relu import ReluAttrs
 
 MLPERF = Path(__file__).resolve().parents[3] / "shared" / "models" / "mlperf_tiny"
-
-
-def _assert_same_as_one_at_a_time(g: Graph, data: dict[str, np.ndarray], **kw) -> None:
-    n = len(next(iter(data.values())))
-    got = list(interpret_each(g, data, keep_all=True, **kw))
-    assert [i for i, _ in got] == list(range(n))
-    for i, env in got:
-        want = interpret(g, {k: v[i] for k, v in data.items()}, keep_all=True)
-        assert env.keys() == want.keys()
-        for name, w in want.items():
-            assert env[name].shape == w.shape and env[name].dtype == w.dtype, (i, name)
-            assert np.array_equal(env[name], w), (i, name)
 
 
 def _with_relu_ops() -> Graph:

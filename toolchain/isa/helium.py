@@ -230,6 +230,19 @@ FULLY_CONNECTED = tuple(_plan_variant("fully_connected", "", mode, _fc_node(mode
 
 
 # ---- depthwise conv2d ------------------------------------------------------------------------------
+def _dw_fold(k: dict, w: np.ndarray, bias: np.ndarray | None, mode: str) -> Folded | str:
+    """The folded layer of [1, KH, KW, C] depthwise weights as requantization `mode`'s entry points read
+    it (as_mode), or the reason it does not apply: a depth multiplier other than 1, or a requantization
+    the mode cannot do exactly."""
+    if k["depth_multiplier"] != 1:
+        return f"depth multiplier {k['depth_multiplier']}"
+    f = fold_or_reason(w.reshape(-1, w.shape[-1]).T, bias, k["input_offset"], k["out_mult"], k["out_shift"],
+                       k["output_offset"], (k["act_min"], k["act_max"]))
+    if (why := mode_reason(f, mode)) is not None:
+        return why
+    return as_mode(f, mode)
+
+
 def dw_plan_or_reason(k: dict, x_shape: tuple[int, ...], w: np.ndarray, bias: np.ndarray | None,
                       y_shape: tuple[int, ...], *, mode: str, x: str = "input", y: str = "output") -> Plan | str:
     """(argument list, scratch bytes) of helium depthwise_conv2d for requantization `mode`, given the
@@ -237,13 +250,9 @@ def dw_plan_or_reason(k: dict, x_shape: tuple[int, ...], w: np.ndarray, bias: np
     apply: a depth multiplier other than 1, or a requantization it cannot do exactly. Weights
     holding -128 set tap_pairs = 0 (no int16 pair sums: BL-04)."""
     _, kh, kw, c = w.shape
-    if k["depth_multiplier"] != 1:
-        return f"depth multiplier {k['depth_multiplier']}"
-    f = fold_or_reason(w.reshape(-1, c).T, bias, k["input_offset"], k["out_mult"], k["out_shift"],
-                       k["output_offset"], (k["act_min"], k["act_max"]))
-    if (why := mode_reason(f, mode)) is not None:
-        return why
-    f = as_mode(f, mode)  # the record words this entry point reads
+    f = _dw_fold(k, w, bias, mode)
+    if isinstance(f, str):
+        return f
     px = lanes_px(c, k["stride"][1])
     args = [*map(CArg.lit, [*k["stride"], *k["pad"], *k["dilation"], px, int(lane_safe(w)), -k["input_offset"],
                             k["output_offset"], k["act_min"], k["act_max"], *x_shape]), CArg("act", x),
@@ -274,13 +283,9 @@ def dw3_plan_or_reason(k: dict, x_shape: tuple[int, ...], w: np.ndarray, bias: n
         return f"stride_w {k['stride'][1]} (the channel-parallel kernel is faster there)"
     if c < DW3_MIN_CHANNELS:
         return f"fewer than {DW3_MIN_CHANNELS} channels (the channel-parallel kernel is faster there)"
-    if k["depth_multiplier"] != 1:
-        return f"depth multiplier {k['depth_multiplier']}"
-    f = fold_or_reason(w.reshape(-1, c).T, bias, k["input_offset"], k["out_mult"], k["out_shift"],
-                       k["output_offset"], (k["act_min"], k["act_max"]))
-    if (why := mode_reason(f, mode)) is not None:
-        return why
-    f = as_mode(f, mode)
+    f = _dw_fold(k, w, bias, mode)
+    if isinstance(f, str):
+        return f
     args = [*map(CArg.lit, [*k["stride"], *k["pad"], -k["input_offset"], k["output_offset"], k["act_min"],
                             k["act_max"], *x_shape]), CArg("act", x),
             CArg("array", pack_depthwise_3x3(w, f), "wpack"), *map(CArg.lit, y_shape[1:]), CArg("act", y)]
